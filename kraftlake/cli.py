@@ -1,0 +1,45 @@
+"""The `kraftlake` command: one subcommand module per concern, each with `register(subparsers)`.
+
+A subcommand's handler returns the process exit code. Expected failures (bad input, bad config, a broker
+that is down) raise `UserFacingError` subclasses and are printed as one line on stderr with exit code 2,
+never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# Each module names one area of the tool and exposes `register(subparsers) -> None`.
+COMMAND_MODULES: tuple[str, ...] = (
+    "kraftlake.commands.dump",
+)
+
+
+class UserFacingError(Exception):
+    """An error whose message is the whole story for the user: printed without a traceback."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kraftlake", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except UserFacingError as error:
+        print(f"kraftlake {args.command}: {error}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

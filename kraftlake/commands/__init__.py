@@ -1,0 +1,1 @@
+"""Subcommands of the `kraftlake` CLI, one module per area."""

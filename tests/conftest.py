@@ -1,0 +1,16 @@
+"""Shared pytest configuration: fixtures live in tests/fixtures/, one module per real dependency."""
+
+from pathlib import Path
+
+import pytest
+
+pytest_plugins: list[str] = []
+
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "kafka-samples"
+
+
+@pytest.fixture(scope="session")
+def samples_dir() -> Path:
+    """The real Kafka metadata files in ../shared/kafka-samples (a conformance test needs them)."""
+    assert SAMPLES.is_dir(), f"missing {SAMPLES}: the shared folder must sit beside the repo"
+    return SAMPLES
