@@ -1,0 +1,43 @@
+"""The KRaft `__cluster_metadata` format: typed metadata and control records, RecordBatch v2, files.
+
+Knows nothing of images: `replay` builds on this package, never the other way round.
+"""
+
+from records.batch import (
+    BatchHeader,
+    Record,
+    RecordBatch,
+    decode_batch,
+    decode_batches,
+    encode_batch,
+    make_batch,
+    scan_batches,
+)
+from records.errors import (
+    CompressionError,
+    CorruptBatchError,
+    RecordFormatError,
+    UnknownRecordTypeError,
+    UnsupportedVersionError,
+)
+from records.files import MetadataLogDir, SnapshotId, read_batches, snapshot_id
+
+__all__ = [
+    "BatchHeader",
+    "CompressionError",
+    "CorruptBatchError",
+    "MetadataLogDir",
+    "Record",
+    "RecordBatch",
+    "RecordFormatError",
+    "SnapshotId",
+    "UnknownRecordTypeError",
+    "UnsupportedVersionError",
+    "decode_batch",
+    "decode_batches",
+    "encode_batch",
+    "make_batch",
+    "read_batches",
+    "scan_batches",
+    "snapshot_id",
+]

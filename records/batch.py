@@ -1,0 +1,351 @@
+"""RecordBatch v2 (magic 2) as KRaft writes it: header, CRC-32C, records, optional compression.
+
+`scan_batches` checks framing and CRCs only (the floor any reader pays); `decode_batches` also decodes every
+record into typed messages. Both raise a located RecordFormatError naming the source, the byte position
+and the offset, and never yield part of a batch.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import crc32c
+
+from records import compression, control_types, framing, wire
+from records.errors import CorruptBatchError, RecordFormatError
+
+# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta, baseTimestamp,
+# maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE = _HEADER.size  # 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength: the part batchLength does not count
+_CRC_START = 21
+_PREFIX = struct.Struct(">qiibI")
+_AFTER_CRC = struct.Struct(">hiqqqhii")
+
+CONTROL_FLAG = 0x20
+TRANSACTIONAL_FLAG = 0x10
+COMPRESSION_MASK = 0x07
+MAGIC = 2
+
+
+class Record(NamedTuple):
+    """One decoded record: its log offset, the schema version it was written at, the typed message."""
+
+    offset: int
+    version: int
+    message: Any
+
+
+class BatchHeader(NamedTuple):
+    """What a reader learns from a batch without decoding its records."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+    position: int
+
+    @property
+    def size_in_bytes(self) -> int:
+        return LOG_OVERHEAD + self.batch_length
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordBatch:
+    """A decoded batch. `position`/`size_in_bytes` locate it in its source (-1/0 for a built batch)."""
+
+    base_offset: int
+    partition_leader_epoch: int
+    base_timestamp: int
+    max_timestamp: int
+    records: tuple[Record, ...]
+    attributes: int = 0
+    last_offset_delta: int = -1
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
+    position: int = -1
+    size_in_bytes: int = 0
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG)
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def append_time_ms(self) -> int:
+        """Batch.appendTimestamp(): the time Kafka's loader records as an image's lastContainedLogTime."""
+        return self.max_timestamp
+
+
+def read_header(buf: Any, pos: int, source: str, *, verify_crc: bool = True) -> BatchHeader:
+    """The header of the batch at `pos`, with its framing and (optionally) its CRC checked."""
+    available = len(buf) - pos
+    if available < LOG_OVERHEAD:
+        raise CorruptBatchError(
+            f"truncated: {available} byte(s) left, too few for a batch header", source=source, position=pos
+        )
+    base_offset, batch_length = struct.unpack_from(">qi", buf, pos)
+    if batch_length < HEADER_SIZE - LOG_OVERHEAD:
+        raise CorruptBatchError(
+            f"batch length {batch_length} is smaller than a batch header",
+            source=source, position=pos, offset=base_offset,
+        )
+    end = pos + LOG_OVERHEAD + batch_length
+    if end > len(buf):
+        raise CorruptBatchError(
+            f"truncated: the batch needs {LOG_OVERHEAD + batch_length} bytes, {available} are left",
+            source=source, position=pos, offset=base_offset,
+        )
+    header = BatchHeader(*_HEADER.unpack_from(buf, pos), pos)
+    if header.magic != MAGIC:
+        raise CorruptBatchError(
+            f"magic byte {header.magic}: only RecordBatch v2 is supported",
+            source=source, position=pos, offset=base_offset,
+        )
+    if verify_crc:
+        actual = crc32c.crc32c(buf[pos + _CRC_START : end])
+        if actual != header.crc:
+            raise CorruptBatchError(
+                f"CRC mismatch: stored {header.crc:#010x}, computed {actual:#010x}",
+                source=source, position=pos, offset=base_offset,
+            )
+    if header.record_count < 0 or header.last_offset_delta < header.record_count - 1:
+        raise CorruptBatchError(
+            f"record count {header.record_count} does not fit lastOffsetDelta {header.last_offset_delta}",
+            source=source, position=pos, offset=base_offset,
+        )
+    return header
+
+
+def scan_batches(buf: Any, source: str = "<bytes>", *, verify_crc: bool = True) -> Iterator[BatchHeader]:
+    """Every batch header in `buf`, in order, framing and CRC checked, records left encoded."""
+    pos = 0
+    end = len(buf)
+    while pos < end:
+        header = read_header(buf, pos, source, verify_crc=verify_crc)
+        yield header
+        pos += header.size_in_bytes
+
+
+def decode_batches(buf: Any, source: str = "<bytes>", *, verify_crc: bool = True) -> Iterator[RecordBatch]:
+    """Every batch in `buf`, fully decoded. A batch is yielded whole or not at all."""
+    for header in scan_batches(buf, source, verify_crc=verify_crc):
+        yield decode_batch_at(buf, header, source)
+
+
+def decode_batch(raw: bytes, source: str = "<bytes>", *, verify_crc: bool = True) -> RecordBatch:
+    """The single batch that makes up `raw` (a Kafka message value, say)."""
+    header = read_header(raw, 0, source, verify_crc=verify_crc)
+    if header.size_in_bytes != len(raw):
+        raise CorruptBatchError(
+            f"{len(raw) - header.size_in_bytes} byte(s) after the batch", source=source, offset=header.base_offset
+        )
+    return decode_batch_at(raw, header, source)
+
+
+def decode_batch_at(buf: Any, header: BatchHeader, source: str) -> RecordBatch:
+    start = header.position + HEADER_SIZE
+    payload = bytes(buf[start : header.position + header.size_in_bytes])
+    codec = header.attributes & COMPRESSION_MASK
+    try:
+        if codec:
+            payload = compression.decompress(codec, payload)
+        records = _decode_records(payload, header)
+    except RecordFormatError as error:
+        located_position = header.position if codec or error.position is None else start + error.position
+        raise error.located(source=source, position=located_position) from None
+    return RecordBatch(
+        base_offset=header.base_offset,
+        partition_leader_epoch=header.partition_leader_epoch,
+        base_timestamp=header.base_timestamp,
+        max_timestamp=header.max_timestamp,
+        records=records,
+        attributes=header.attributes,
+        last_offset_delta=header.last_offset_delta,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        position=header.position,
+        size_in_bytes=header.size_in_bytes,
+    )
+
+
+_read_varint = wire.read_varint
+_read_varlong = wire.read_varlong
+
+
+def _decode_records(data: bytes, header: BatchHeader) -> tuple[Record, ...]:
+    """The records of one batch; an error carries the record's offset and its position inside `data`."""
+    control = header.is_control
+    base = header.base_offset
+    decode_value = framing.decode_metadata_value
+    records = []
+    pos = 0
+    index = 0
+    try:
+        for index in range(header.record_count):  # noqa: B007 (read by the error handlers)
+            record_start = pos
+            length, pos = _read_varint(data, pos)
+            record_end = pos + length
+            if length <= 0 or record_end > len(data):
+                raise RecordFormatError(f"record length {length} does not fit the batch")
+            pos += 1  # record attributes: unused by Kafka
+            timestamp_delta, pos = _read_varlong(data, pos)
+            offset_delta, pos = _read_varint(data, pos)
+            key_length, pos = _read_varint(data, pos)
+            key = None
+            if key_length >= 0:
+                key = data[pos : pos + key_length]
+                pos += key_length
+            value_length, pos = _read_varint(data, pos)
+            if value_length < 0 or pos + value_length > record_end:
+                raise RecordFormatError(f"record value length {value_length} does not fit the record")
+            value = data[pos : pos + value_length]
+            pos += value_length
+            headers, pos = _read_varint(data, pos)
+            if pos != record_end:
+                raise RecordFormatError(f"record framing is {record_end - pos} byte(s) off its length")
+            if timestamp_delta != 0 or headers != 0:
+                raise RecordFormatError("KRaft records have timestampDelta 0 and no headers")
+            offset = base + offset_delta
+            try:
+                if control:
+                    if key is None or not value:
+                        raise RecordFormatError("a control record needs a key and a value")
+                    message = framing.decode_control(key, value)
+                    records.append(Record(offset, control_types.CONTROL_VALUE_VERSION, message))
+                else:
+                    if key is not None or not value:
+                        raise RecordFormatError("a metadata record has no key and a non-empty value")
+                    message, version = decode_value(value)
+                    records.append(Record(offset, version, message))
+            except RecordFormatError as error:
+                raise error.located(offset=offset, position=record_start) from None
+    except RecordFormatError as error:
+        raise error.located(offset=base + index, position=pos) from None
+    except (IndexError, ValueError, struct.error):
+        raise RecordFormatError(
+            "the batch's records end too early", offset=base + index, position=pos
+        ) from None
+    if pos != len(data):
+        raise RecordFormatError(f"{len(data) - pos} byte(s) after the last record", offset=header.last_offset)
+    return tuple(records)
+
+
+# -- encoding -----------------------------------------------------------------------------------------
+
+
+def encode_record(offset_delta: int, message: Any, version: int, control: bool) -> bytes:
+    if control:
+        key, value = framing.encode_control(message)
+    else:
+        key, value = None, framing.encode_metadata_value(message, version)
+    body = bytearray(b"\x00\x00")  # attributes, timestampDelta 0
+    wire.write_varint(body, offset_delta)
+    if key is None:
+        body.append(1)  # varint -1
+    else:
+        wire.write_varint(body, len(key))
+        body += key
+    wire.write_varint(body, len(value))
+    body += value
+    body.append(0)  # no headers
+    out = bytearray()
+    wire.write_varint(out, len(body))
+    return bytes(out + body)
+
+
+def encode_batch(batch: RecordBatch) -> bytes:
+    """The bytes of `batch`, CRC computed. Real Kafka batches re-encode to their original bytes."""
+    control = batch.is_control
+    raw = b"".join(
+        encode_record(record.offset - batch.base_offset, record.message, record.version, control)
+        for record in batch.records
+    )
+    if batch.compression:
+        raw = compression.compress(batch.compression, raw)
+    last_offset_delta = batch.last_offset_delta
+    if last_offset_delta < 0:
+        last_offset_delta = len(batch.records) - 1
+    after_crc = _AFTER_CRC.pack(
+        batch.attributes,
+        last_offset_delta,
+        batch.base_timestamp,
+        batch.max_timestamp,
+        batch.producer_id,
+        batch.producer_epoch,
+        batch.base_sequence,
+        len(batch.records),
+    ) + raw
+    batch_length = len(after_crc) + HEADER_SIZE - LOG_OVERHEAD - _AFTER_CRC.size
+    prefix = _PREFIX.pack(
+        batch.base_offset, batch_length, batch.partition_leader_epoch, MAGIC, crc32c.crc32c(after_crc)
+    )
+    return prefix + after_crc
+
+
+def make_batch(
+    base_offset: int,
+    leader_epoch: int,
+    append_time_ms: int,
+    messages: Sequence[Any],
+    *,
+    control: bool = False,
+    compression_codec: int = compression.NONE,
+    versions: Mapping[type, int] | None = None,
+) -> RecordBatch:
+    """A new batch of `messages` at consecutive offsets, as the Raft leader writes one.
+
+    Each message is written at `versions[type(message)]`, else its type's latest version: the writer's
+    metadata.version decides which versions it may use.
+    """
+    if not messages:
+        raise ValueError("a batch holds at least one record")
+    chosen = versions or {}
+    records = tuple(
+        Record(
+            base_offset + index,
+            control_types.CONTROL_VALUE_VERSION if control else chosen.get(type(m), m.MAX_VERSION),
+            m,
+        )
+        for index, m in enumerate(messages)
+    )
+    attributes = (CONTROL_FLAG if control else 0) | compression_codec
+    return RecordBatch(
+        base_offset=base_offset,
+        partition_leader_epoch=leader_epoch,
+        base_timestamp=append_time_ms,
+        max_timestamp=append_time_ms,
+        records=records,
+        attributes=attributes,
+        last_offset_delta=len(records) - 1,
+    )

@@ -1,0 +1,77 @@
+"""Kafka's metadata files: `.log` segments, `O-E.checkpoint` snapshots, `bootstrap.checkpoint`, and the
+`__cluster_metadata-0` directory that holds them."""
+
+from __future__ import annotations
+
+import mmap
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from records.batch import RecordBatch, decode_batches
+
+SEGMENT_PATTERN = re.compile(r"^(\d{20})\.log$")
+SNAPSHOT_PATTERN = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+BOOTSTRAP_NAME = "bootstrap.checkpoint"
+
+
+@dataclass(frozen=True, order=True)
+class SnapshotId:
+    """A snapshot's end offset (exclusive: lastContainedLogOffset + 1) and the epoch of that offset."""
+
+    end_offset: int
+    epoch: int
+
+    def file_name(self) -> str:
+        return f"{self.end_offset:020d}-{self.epoch:010d}.checkpoint"
+
+
+def snapshot_id(path: Path) -> SnapshotId | None:
+    """The id encoded in a snapshot file name, or None for any other file."""
+    match = SNAPSHOT_PATTERN.match(path.name)
+    return SnapshotId(int(match.group(1)), int(match.group(2))) if match else None
+
+
+def segment_base_offset(path: Path) -> int | None:
+    match = SEGMENT_PATTERN.match(path.name)
+    return int(match.group(1)) if match else None
+
+
+def read_batches(path: Path, *, verify_crc: bool = True) -> Iterator[RecordBatch]:
+    """The batches of a `.log` or `.checkpoint` file, read through a memory map (segments reach 1 GiB)."""
+    with path.open("rb") as handle:
+        if path.stat().st_size == 0:
+            return
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            view = memoryview(mapped)
+            try:
+                yield from decode_batches(view, str(path), verify_crc=verify_crc)
+            finally:
+                view.release()
+
+
+@dataclass(frozen=True)
+class MetadataLogDir:
+    """A `__cluster_metadata-0` directory: its log segments and snapshots, in offset order."""
+
+    path: Path
+
+    def segments(self) -> list[Path]:
+        found = [p for p in self.path.iterdir() if segment_base_offset(p) is not None]
+        return sorted(found, key=lambda p: segment_base_offset(p) or 0)
+
+    def snapshots(self) -> list[tuple[SnapshotId, Path]]:
+        found = [(sid, p) for p in self.path.iterdir() if (sid := snapshot_id(p)) is not None]
+        return sorted(found)
+
+    def latest_snapshot(self, end_offset_at_most: int | None = None) -> tuple[SnapshotId, Path] | None:
+        eligible = [
+            entry for entry in self.snapshots()
+            if end_offset_at_most is None or entry[0].end_offset <= end_offset_at_most
+        ]
+        return eligible[-1] if eligible else None
+
+    def log_batches(self, *, verify_crc: bool = True) -> Iterator[RecordBatch]:
+        for segment in self.segments():
+            yield from read_batches(segment, verify_crc=verify_crc)

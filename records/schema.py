@@ -1,0 +1,333 @@
+"""Message schemas (Kafka's generator JSON, restated as Python) and the codecs generated from them.
+
+Each struct schema becomes an immutable NamedTuple class with snake_case attributes and one extra field,
+`unknown_tagged_fields`, a tuple of `(tag, raw bytes)` kept so that a record written by a newer or forked
+Kafka re-encodes byte for byte. For every (schema, version) a decoder and an encoder are generated as
+straight-line Python source and compiled once: interpreting the schema per field would be several times
+slower, and decode speed decides how fast a 1M-partition log replays.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections import namedtuple
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from records import wire
+
+# -- field types --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """A fixed-width or compact variable-width scalar."""
+
+    name: str
+    size: int  # 0 for variable width
+
+
+BOOL = Primitive("bool", 1)
+INT8 = Primitive("int8", 1)
+INT16 = Primitive("int16", 2)
+UINT16 = Primitive("uint16", 2)
+INT32 = Primitive("int32", 4)
+INT64 = Primitive("int64", 8)
+FLOAT64 = Primitive("float64", 8)
+UUID = Primitive("uuid", 16)
+STRING = Primitive("string", 0)
+BYTES = Primitive("bytes", 0)
+
+_FIXED_FORMAT = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "int64": "q", "float64": "d"}
+_ZERO = {"bool": False, "int8": 0, "int16": 0, "uint16": 0, "int32": 0, "int64": 0, "float64": 0.0,
+         "uuid": wire.ZERO_UUID, "string": "", "bytes": b""}
+
+
+@dataclass(frozen=True)
+class Array:
+    element: Any  # Primitive or StructSchema
+
+
+@dataclass(frozen=True)
+class Field:
+    """One schema field. `versions`/`nullable` are the N of Kafka's "N+" ranges (None: never nullable)."""
+
+    name: str
+    type: Any
+    versions: int = 0
+    nullable: int | None = None
+    tag: int | None = None
+    default: Any = "<zero>"
+
+    @property
+    def attr(self) -> str:
+        return snake_case(self.name)
+
+    @property
+    def json_name(self) -> str:
+        return self.name[0].lower() + self.name[1:]
+
+    def default_value(self) -> Any:
+        if self.default != "<zero>":
+            return self.default
+        if isinstance(self.type, Array):
+            return ()
+        if isinstance(self.type, StructSchema):
+            return self.type.cls()
+        return _ZERO[self.type.name]
+
+    def in_version(self, version: int) -> bool:
+        return version >= self.versions
+
+    def nullable_in(self, version: int) -> bool:
+        return self.nullable is not None and version >= self.nullable
+
+
+@dataclass(eq=False)
+class StructSchema:
+    """A message or a nested struct. Building it generates its NamedTuple class."""
+
+    name: str
+    fields: tuple[Field, ...]
+    min_version: int = 0
+    max_version: int = 0
+    cls: type = field(init=False)
+    _codecs: dict[int, tuple[Callable, Callable]] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        attrs = [f.attr for f in self.fields] + ["unknown_tagged_fields"]
+        defaults = [f.default_value() for f in self.fields] + [()]
+        self.cls = namedtuple(self.name, attrs, defaults=defaults)  # type: ignore[misc]
+        self.cls.SCHEMA = self  # type: ignore[attr-defined]
+        self.cls.__doc__ = f"Kafka {self.name} (versions {self.min_version}-{self.max_version})."
+
+    def codec(self, version: int) -> tuple[Callable[[bytes, int], tuple[Any, int]], Callable]:
+        """(decode(buf, pos) -> (message, pos), encode(message, out: bytearray)) for one version."""
+        codec = self._codecs.get(version)
+        if codec is None:
+            codec = self._codecs[version] = _generate(self, version)
+        return codec
+
+
+def snake_case(name: str) -> str:
+    name = name.replace("KRaft", "Kraft")
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+
+
+def upper_snake_case(name: str) -> str:
+    return snake_case(name).upper()
+
+
+# -- code generation ----------------------------------------------------------------------------------
+
+
+class _Source:
+    """Accumulates indented lines of generated Python."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 1
+        self.counter = 0
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+
+_NAMESPACE: dict[str, Any] = {
+    "_uvarint": wire.read_uvarint,
+    "_w_uvarint": wire.write_uvarint,
+    "_uuid_text": wire.uuid_to_text,
+    "_uuid_raw": wire.uuid_from_text,
+    "_unpack": struct.unpack_from,
+    "_pack": struct.pack,
+    "_MAXSTR": wire.MAX_STRING_LENGTH,
+}
+
+
+def _decode_value(src: _Source, ftype: Any, target: str, version: int, nullable: bool, context: str) -> None:
+    """Emit code that reads one value of `ftype` at `pos` into `target`, advancing `pos`."""
+    if isinstance(ftype, Primitive) and ftype.size:
+        if ftype.name == "uuid":
+            src.emit(f"{target} = _uuid_text(buf[pos:pos + 16])")
+            src.emit("if len(buf) < pos + 16: raise ValueError('uuid runs past the end')")
+        else:
+            src.emit(f"{target}, = _unpack('>{_FIXED_FORMAT[ftype.name]}', buf, pos)")
+        src.emit(f"pos += {ftype.size}")
+        return
+    length = src.fresh("n")
+    src.emit(f"{length} = buf[pos]")
+    src.emit(f"if {length} < 128: pos += 1")
+    src.emit(f"else: {length}, pos = _uvarint(buf, pos)")
+    src.emit(f"if {length} == 0:")
+    if nullable:
+        src.emit(f"    {target} = None")
+    else:
+        src.emit(f"    raise ValueError('non-nullable field {context} was serialized as null')")
+    src.emit("else:")
+    src.depth += 1
+    src.emit(f"{length} -= 1")
+    if isinstance(ftype, Primitive):  # string or bytes
+        src.emit(f"end = pos + {length}")
+        src.emit(f"if end > len(buf): raise ValueError('{context} runs past the end')")
+        if ftype.name == "string":
+            src.emit(f"if {length} > _MAXSTR: raise ValueError('string {context} is too long')")
+            src.emit(f"{target} = str(buf[pos:end], 'utf-8')")
+        else:
+            src.emit(f"{target} = bytes(buf[pos:end])")
+        src.emit("pos = end")
+    elif isinstance(ftype.element, Primitive) and ftype.element.size and ftype.element.name != "uuid":
+        size = ftype.element.size
+        src.emit(f"if pos + {length} * {size} > len(buf): raise ValueError('{context} runs past the end')")
+        src.emit(f"{target} = _unpack('>%d{_FIXED_FORMAT[ftype.element.name]}' % {length}, buf, pos)")
+        src.emit(f"pos += {length} * {size}")
+    else:
+        items = src.fresh("items")
+        item = src.fresh("item")
+        src.emit(f"{items} = []")
+        src.emit(f"for _ in range({length}):")
+        src.depth += 1
+        if isinstance(ftype.element, StructSchema):
+            src.emit(f"{item}, pos = _struct_{id(ftype.element)}_{version}(buf, pos)")
+            _NAMESPACE[f"_struct_{id(ftype.element)}_{version}"] = ftype.element.codec(version)[0]
+        else:
+            _decode_value(src, ftype.element, item, version, False, context)
+        src.emit(f"{items}.append({item})")
+        src.depth -= 1
+        src.emit(f"{target} = tuple({items})")
+    src.depth -= 1
+
+
+def _encode_value(src: _Source, ftype: Any, expr: str, version: int, nullable: bool, context: str) -> None:
+    """Emit code that appends the encoding of `expr` to `out`."""
+    if isinstance(ftype, Primitive) and ftype.size:
+        if ftype.name == "uuid":
+            src.emit(f"out += _uuid_raw({expr})")
+        else:
+            src.emit(f"out += _pack('>{_FIXED_FORMAT[ftype.name]}', {expr})")
+        return
+    if isinstance(ftype, StructSchema):
+        src.emit(f"_enc_struct_{id(ftype)}_{version}({expr}, out)")
+        _NAMESPACE[f"_enc_struct_{id(ftype)}_{version}"] = ftype.codec(version)[1]
+        return
+    value = src.fresh("v")
+    src.emit(f"{value} = {expr}")
+    src.emit(f"if {value} is None:")
+    if nullable:
+        src.emit("    out.append(0)")
+    else:
+        src.emit(f"    raise ValueError('non-nullable field {context} is None')")
+    src.emit("else:")
+    src.depth += 1
+    if isinstance(ftype, Primitive):
+        raw = src.fresh("raw")
+        src.emit(f"{raw} = {value}.encode('utf-8')" if ftype.name == "string" else f"{raw} = {value}")
+        src.emit(f"_w_uvarint(out, len({raw}) + 1)")
+        src.emit(f"out += {raw}")
+    else:
+        src.emit(f"_w_uvarint(out, len({value}) + 1)")
+        element = ftype.element
+        if isinstance(element, Primitive) and element.size and element.name != "uuid":
+            src.emit(f"out += _pack('>%d{_FIXED_FORMAT[element.name]}' % len({value}), *{value})")
+        else:
+            item = src.fresh("item")
+            src.emit(f"for {item} in {value}:")
+            src.depth += 1
+            _encode_value(src, element, item, version, False, context)
+            src.depth -= 1
+    src.depth -= 1
+
+
+def _generate(schema: StructSchema, version: int) -> tuple[Callable, Callable]:
+    present = [f for f in schema.fields if f.in_version(version)]
+    untagged = [f for f in present if f.tag is None]
+    tagged = sorted((f for f in present if f.tag is not None), key=lambda f: f.tag)
+    invalid_tags = sorted({f.tag for f in schema.fields if f.tag is not None} - {f.tag for f in tagged})
+    cls_name = f"_cls_{id(schema)}"
+    _NAMESPACE[cls_name] = schema.cls
+    for f in schema.fields:
+        _NAMESPACE[f"_default_{id(schema)}_{f.attr}"] = f.default_value()
+
+    dec = _Source()
+    for f in untagged:
+        if isinstance(f.type, StructSchema):
+            name = f"_struct_{id(f.type)}_{version}"
+            _NAMESPACE[name] = f.type.codec(version)[0]
+            dec.emit(f"{f.attr}, pos = {name}(buf, pos)")
+        else:
+            _decode_value(dec, f.type, f.attr, version, f.nullable_in(version), f"{schema.name}.{f.name}")
+    for f in schema.fields:
+        if f not in untagged:
+            dec.emit(f"{f.attr} = _default_{id(schema)}_{f.attr}")
+    dec.emit("unknown = ()")
+    dec.emit("ntags, pos = _uvarint(buf, pos)")
+    dec.emit("for _ in range(ntags):")
+    dec.depth += 1
+    dec.emit("tag, pos = _uvarint(buf, pos)")
+    dec.emit("size, pos = _uvarint(buf, pos)")
+    dec.emit("tag_end = pos + size")
+    dec.emit("if tag_end > len(buf): raise ValueError('tagged field runs past the end')")
+    keyword = "if"
+    for f in tagged:
+        dec.emit(f"{keyword} tag == {f.tag}:")
+        dec.depth += 1
+        _decode_value(dec, f.type, f.attr, version, f.nullable_in(version), f"{schema.name}.{f.name}")
+        dec.emit(f"if pos != tag_end: raise ValueError('tagged field {f.name} has the wrong size')")
+        dec.depth -= 1
+        keyword = "elif"
+    if invalid_tags:
+        dec.emit(f"{keyword} tag in {tuple(invalid_tags)!r}:")
+        dec.emit(f"    raise ValueError('tag %d is not valid for {schema.name} version {version}' % tag)")
+        keyword = "elif"
+    dec.emit("else:" if keyword == "elif" else "if True:")
+    dec.emit("    unknown += ((tag, bytes(buf[pos:tag_end])),)")
+    dec.emit("    pos = tag_end")
+    dec.depth -= 1
+    args = ", ".join(f.attr for f in schema.fields)
+    dec.emit(f"return {cls_name}({args}{', ' if args else ''}unknown), pos")
+
+    enc = _Source()
+    for f in untagged:
+        _encode_value(enc, f.type, f"msg.{f.attr}", version, f.nullable_in(version), f"{schema.name}.{f.name}")
+    enc.emit("tags = []")
+    for f in tagged:
+        default = f.default_value()
+        if default is None:
+            enc.emit(f"if msg.{f.attr} is not None:")
+        elif default == ():
+            enc.emit(f"if msg.{f.attr}:")
+        else:
+            enc.emit(f"if msg.{f.attr} != {default!r}:")
+        enc.depth += 1
+        enc.emit("outer, out = out, bytearray()")
+        _encode_value(enc, f.type, f"msg.{f.attr}", version, f.nullable_in(version), f"{schema.name}.{f.name}")
+        enc.emit(f"tags.append(({f.tag}, bytes(out)))")
+        enc.emit("out = outer")
+        enc.depth -= 1
+    enc.emit("if msg.unknown_tagged_fields:")
+    enc.emit("    tags.extend(msg.unknown_tagged_fields)")
+    enc.emit("    tags.sort(key=lambda t: t[0])")
+    enc.emit("_w_uvarint(out, len(tags))")
+    enc.emit("for tag, raw in tags:")
+    enc.emit("    _w_uvarint(out, tag)")
+    enc.emit("    _w_uvarint(out, len(raw))")
+    enc.emit("    out += raw")
+
+    stem = f"{schema.name}_v{version}"
+    source = (
+        f"def decode_{stem}(buf, pos):\n" + "\n".join(dec.lines) + "\n\n"
+        f"def encode_{stem}(msg, out):\n" + "\n".join(enc.lines) + "\n"
+    )
+    namespace = dict(_NAMESPACE)
+    exec(compile(source, f"<records.schema {stem}>", "exec"), namespace)
+    return namespace[f"decode_{stem}"], namespace[f"encode_{stem}"]
+
+
+def nested(name: str, *fields: Field) -> StructSchema:
+    """A nested struct type (array element or struct field)."""
+    return StructSchema(name, tuple(fields))
