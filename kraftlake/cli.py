@@ -12,14 +12,13 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from kraftlake.errors import UserFacingError
+
 # Each module names one area of the tool and exposes `register(subparsers) -> None`.
 COMMAND_MODULES: tuple[str, ...] = (
     "kraftlake.commands.dump",
+    "kraftlake.commands.broker",
 )
-
-
-class UserFacingError(Exception):
-    """An error whose message is the whole story for the user: printed without a traceback."""
 
 
 def build_parser() -> argparse.ArgumentParser:
