@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from kraftlake.cli import UserFacingError
+from kraftlake.errors import UserFacingError
 from records.batch import RecordBatch
 from records.errors import RecordFormatError
 from records.files import BOOTSTRAP_NAME, read_batches, segment_base_offset, snapshot_id
