@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins: list[str] = []
+pytest_plugins: list[str] = ["tests.fixtures.broker"]
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "kafka-samples"
 
