@@ -1,0 +1,115 @@
+"""MetadataDelta: the changes a run of records makes to an image, one sub-delta per sub-image.
+
+Sub-deltas are created on first use, so `apply` hands unchanged sub-images to the next image as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from records import metadata_types as mt
+from replay.acls import AclsDelta
+from replay.client_quotas import ClientQuotasDelta
+from replay.cluster import ClusterDelta
+from replay.configs import ConfigurationsDelta
+from replay.delegation_tokens import DelegationTokensDelta
+from replay.errors import ReplayError
+from replay.features import FeaturesDelta
+from replay.image import SUB_IMAGES, MetadataImage, Provenance
+from replay.producer_ids import ProducerIdsDelta
+from replay.scram import ScramDelta
+from replay.topics import TopicsDelta
+
+_DELTA_TYPES: dict[str, type] = {
+    "features": FeaturesDelta,
+    "cluster": ClusterDelta,
+    "topics": TopicsDelta,
+    "configs": ConfigurationsDelta,
+    "client_quotas": ClientQuotasDelta,
+    "producer_ids": ProducerIdsDelta,
+    "acls": AclsDelta,
+    "scram": ScramDelta,
+    "delegation_tokens": DelegationTokensDelta,
+}
+
+# record type -> (sub-image, method of its delta). Records absent here change nothing.
+_ROUTES: dict[type, tuple[str, str]] = {
+    mt.FeatureLevelRecord: ("features", "replay_feature_level"),
+    mt.RegisterBrokerRecord: ("cluster", "replay_register_broker"),
+    mt.UnregisterBrokerRecord: ("cluster", "replay_unregister_broker"),
+    mt.FenceBrokerRecord: ("cluster", "replay_fence_broker"),
+    mt.UnfenceBrokerRecord: ("cluster", "replay_unfence_broker"),
+    mt.BrokerRegistrationChangeRecord: ("cluster", "replay_broker_registration_change"),
+    mt.RegisterControllerRecord: ("cluster", "replay_register_controller"),
+    mt.TopicRecord: ("topics", "replay_topic"),
+    mt.PartitionRecord: ("topics", "replay_partition"),
+    mt.PartitionChangeRecord: ("topics", "replay_partition_change"),
+    mt.ClearElrRecord: ("topics", "replay_clear_elr"),
+    mt.ConfigRecord: ("configs", "replay_config"),
+    mt.ClientQuotaRecord: ("client_quotas", "replay_client_quota"),
+    mt.ProducerIdsRecord: ("producer_ids", "replay_producer_ids"),
+    mt.AccessControlEntryRecord: ("acls", "replay_acl"),
+    mt.RemoveAccessControlEntryRecord: ("acls", "replay_remove_acl"),
+    mt.UserScramCredentialRecord: ("scram", "replay_credential"),
+    mt.RemoveUserScramCredentialRecord: ("scram", "replay_remove_credential"),
+    mt.DelegationTokenRecord: ("delegation_tokens", "replay_token"),
+    mt.RemoveDelegationTokenRecord: ("delegation_tokens", "replay_remove_token"),
+}
+# No state: they still count as records seen and advance the offset.
+NO_OP_TYPES = frozenset({mt.NoOpRecord, mt.ZkMigrationStateRecord})
+TRANSACTION_MARKERS = frozenset({mt.BeginTransactionRecord, mt.EndTransactionRecord, mt.AbortTransactionRecord})
+
+
+class MetadataDelta:
+    def __init__(self, image: MetadataImage) -> None:
+        self.image = image
+        self.deltas: dict[str, Any] = {}
+        self._handlers: dict[type, Callable[[Any], Any]] = {}
+
+    def _delta(self, name: str) -> Any:
+        delta = self.deltas.get(name)
+        if delta is None:
+            delta = self.deltas[name] = _DELTA_TYPES[name](getattr(self.image, name))
+        return delta
+
+    def replay(self, message: Any) -> None:
+        """Apply one metadata record (not a transaction marker: the loader consumes those)."""
+        handler = self._handlers.get(type(message))
+        if handler is None:
+            handler = self._handlers[type(message)] = self._handler_for(type(message))
+        handler(message)
+
+    def _handler_for(self, record_type: type) -> Callable[[Any], Any]:
+        if record_type is mt.RemoveTopicRecord:
+            return self._replay_remove_topic
+        route = _ROUTES.get(record_type)
+        if route is not None:
+            return getattr(self._delta(route[0]), route[1])
+        if record_type in NO_OP_TYPES:
+            return _ignore
+        if record_type in TRANSACTION_MARKERS:
+            raise ReplayError(f"{record_type.TYPE_NAME} reached the delta: transactions are the loader's job")
+        raise ReplayError(f"{getattr(record_type, 'TYPE_NAME', record_type.__name__)} is not a metadata record")
+
+    def _replay_remove_topic(self, record: Any) -> None:
+        name = self._delta("topics").replay_remove_topic(record)
+        self._delta("configs").delete_topic_configs(name)
+
+    def finish_snapshot(self) -> None:
+        """Everything the image holds that the snapshot did not re-assert is removed."""
+        for name in SUB_IMAGES:
+            self._delta(name).finish_snapshot()
+
+    def apply(self, provenance: Provenance) -> MetadataImage:
+        sub_images = {name: delta.apply() for name, delta in self.deltas.items()}
+        return MetadataImage(provenance=provenance, **{
+            name: sub_images.get(name, getattr(self.image, name)) for name in SUB_IMAGES
+        })
+
+    def has_changes(self) -> bool:
+        return bool(self.deltas)
+
+
+def _ignore(_record: Any) -> None:
+    """NoOpRecord and ZkMigrationStateRecord change no state."""

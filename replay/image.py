@@ -1,0 +1,61 @@
+"""MetadataImage: an immutable snapshot of the cluster metadata at one log offset.
+
+Consecutive images share every sub-image a delta did not touch (the same object, not a copy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from replay.acls import AclsImage
+from replay.client_quotas import ClientQuotasImage
+from replay.cluster import ClusterImage
+from replay.configs import ConfigurationsImage
+from replay.delegation_tokens import DelegationTokensImage
+from replay.features import FeaturesImage
+from replay.producer_ids import ProducerIdsImage
+from replay.scram import ScramImage
+from replay.topics import TopicsImage
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where an image stands in the log: its last contained offset, that offset's epoch and batch time."""
+
+    offset: int = -1
+    epoch: int = -1
+    log_time_ms: int = -1
+    batch_aligned: bool = False
+
+
+SUB_IMAGES = (
+    "features",
+    "cluster",
+    "topics",
+    "configs",
+    "client_quotas",
+    "producer_ids",
+    "acls",
+    "scram",
+    "delegation_tokens",
+)
+
+
+@dataclass(frozen=True)
+class MetadataImage:
+    provenance: Provenance = field(default_factory=Provenance)
+    features: FeaturesImage = field(default_factory=FeaturesImage)
+    cluster: ClusterImage = field(default_factory=ClusterImage)
+    topics: TopicsImage = field(default_factory=TopicsImage)
+    configs: ConfigurationsImage = field(default_factory=ConfigurationsImage)
+    client_quotas: ClientQuotasImage = field(default_factory=ClientQuotasImage)
+    producer_ids: ProducerIdsImage = field(default_factory=ProducerIdsImage)
+    acls: AclsImage = field(default_factory=AclsImage)
+    scram: ScramImage = field(default_factory=ScramImage)
+    delegation_tokens: DelegationTokensImage = field(default_factory=DelegationTokensImage)
+
+    def is_empty(self) -> bool:
+        return all(getattr(self, name).is_empty() for name in SUB_IMAGES)
+
+
+EMPTY_IMAGE = MetadataImage()

@@ -1,0 +1,158 @@
+"""The batch loader: Kafka's MetadataBatchLoader state machine, plus snapshot loading.
+
+Records accumulate in a delta; images are published at the points Kafka publishes them: at the end of a
+commit (`flush`), and when a BeginTransactionRecord arrives with records already pending. A transaction
+is folded: its records become visible together at EndTransactionRecord.
+
+Where this differs from Kafka, on purpose: an aborted transaction is always discarded. Kafka drops the
+aborted records only when the commit ends while still aborted; if another record follows the Abort in the
+same commit, Kafka's delta (still holding the aborted records) is published. Here the delta is reset to the
+pre-transaction image at the Abort, so aborted records are never visible whatever follows them.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from records import RecordBatch, SnapshotId
+from records import metadata_types as mt
+from records.control_types import SnapshotHeaderRecord
+from replay.delta import MetadataDelta
+from replay.errors import ReplayError
+from replay.image import EMPTY_IMAGE, MetadataImage, Provenance
+
+
+class TransactionState(enum.Enum):
+    NONE = "none"
+    STARTED = "started"  # BeginTransactionRecord seen, no record of the transaction yet
+    CONTINUED = "continued"  # inside a transaction
+    ENDED = "ended"
+    ABORTED = "aborted"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What a published image covers: its provenance, and the batches/bytes loaded since the last one."""
+
+    provenance: Provenance
+    num_batches: int
+    num_bytes: int
+    snapshot: bool = False
+
+
+# Called with (delta, new image, manifest) for every published image, in offset order.
+Publisher = Callable[[MetadataDelta, MetadataImage, Manifest], None]
+
+_OPEN = (TransactionState.STARTED, TransactionState.CONTINUED)
+
+
+class BatchLoader:
+    def __init__(self, publish: Publisher | None = None, image: MetadataImage = EMPTY_IMAGE) -> None:
+        self._publish = publish
+        self.reset_to_image(image)
+
+    def reset_to_image(self, image: MetadataImage) -> None:
+        """Start over from `image`: an in-flight transaction is dropped (a snapshot load does this)."""
+        self.image = image
+        self.delta = MetadataDelta(image)
+        self.transaction = TransactionState.NONE
+        self.last_offset = image.provenance.offset
+        self.last_epoch = image.provenance.epoch
+        self.last_time_ms = image.provenance.log_time_ms
+        self.num_batches = 0
+        self.num_bytes = 0
+        self.has_seen_record = not image.is_empty()
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.transaction in _OPEN
+
+    def load_batch(self, batch: RecordBatch, source: str | None = None) -> None:
+        """Replay one committed batch. A control batch advances the offset without touching the image."""
+        self.last_time_ms = batch.append_time_ms
+        self.last_epoch = batch.partition_leader_epoch
+        if not batch.is_control:
+            for index, record in enumerate(batch.records):
+                try:
+                    self._replay(record.message)
+                except ReplayError as error:
+                    raise error.at(record.offset, source) from None
+                if self.transaction is TransactionState.STARTED and (index > 0 or self.num_batches > 0):
+                    self._publish_pending(aligned=index == 0)
+                    self.transaction = TransactionState.STARTED
+                self.last_offset = record.offset
+        self.last_offset = batch.last_offset
+        self.num_bytes += batch.size_in_bytes
+        self.num_batches += 1
+
+    def _replay(self, message: Any) -> None:
+        kind = type(message)
+        state = self.transaction
+        if kind is mt.BeginTransactionRecord:
+            if state in _OPEN:
+                raise ReplayError("Encountered BeginTransactionRecord while already in a transaction")
+            self.transaction = TransactionState.STARTED
+        elif kind is mt.EndTransactionRecord:
+            if state not in _OPEN:
+                raise ReplayError("Encountered EndTransactionRecord without having seen a BeginTransactionRecord")
+            self.transaction = TransactionState.ENDED
+        elif kind is mt.AbortTransactionRecord:
+            if state not in _OPEN:
+                raise ReplayError("Encountered AbortTransactionRecord without having seen a BeginTransactionRecord")
+            self.transaction = TransactionState.ABORTED
+            self.delta = MetadataDelta(self.image)  # the aborted records are gone for good
+        else:
+            if state is TransactionState.STARTED:
+                self.transaction = TransactionState.CONTINUED
+            elif state in (TransactionState.ENDED, TransactionState.ABORTED):
+                self.transaction = TransactionState.NONE
+            self.has_seen_record = True
+            self.delta.replay(message)
+
+    def flush(self, aligned: bool = True) -> None:
+        """End of a commit: publish what is pending unless a transaction is still open."""
+        if not self.in_transaction:
+            self._publish_pending(aligned)
+
+    def _publish_pending(self, aligned: bool) -> None:
+        provenance = Provenance(self.last_offset, self.last_epoch, self.last_time_ms, aligned)
+        manifest = Manifest(provenance, self.num_batches, self.num_bytes)
+        delta = self.delta
+        image = delta.apply(provenance)
+        self.reset_to_image(image)
+        if self._publish is not None and self.has_seen_record:
+            self._publish(delta, image, manifest)
+
+    def load_snapshot(self, batches: Iterable[RecordBatch], snapshot_id: SnapshotId, source: str | None = None) -> None:
+        """Replace the image by a snapshot's: whatever the snapshot does not re-assert is removed."""
+        delta = MetadataDelta(self.image)
+        header_time = -1
+        num_batches = num_bytes = 0
+        for batch in batches:
+            num_batches += 1
+            num_bytes += batch.size_in_bytes
+            for record in batch.records:
+                message = record.message
+                if isinstance(message, SnapshotHeaderRecord):
+                    header_time = message.last_contained_log_timestamp
+                elif not batch.is_control:
+                    try:
+                        delta.replay(message)
+                    except ReplayError as error:
+                        raise error.at(record.offset, source) from None
+        delta.finish_snapshot()
+        provenance = Provenance(snapshot_id.end_offset - 1, snapshot_id.epoch, header_time, True)
+        image = delta.apply(provenance)
+        self.reset_to_image(image)
+        if self._publish is not None and self.has_seen_record:
+            self._publish(delta, image, Manifest(provenance, num_batches, num_bytes, snapshot=True))
+
+    def visible_image(self) -> MetadataImage:
+        """The image as of the last loaded offset: pending records included unless a transaction is open."""
+        provenance = Provenance(self.last_offset, self.last_epoch, self.last_time_ms, False)
+        if self.in_transaction:
+            return replace(self.image, provenance=provenance)
+        return self.delta.apply(provenance)

@@ -1,0 +1,229 @@
+"""Topics and partitions, with Kafka's TopicsDelta / PartitionRegistration.merge semantics.
+
+A topic re-created under a new id replaces the old one; PartitionChangeRecord fields that are absent
+(null, leader -2, recovery state -1) leave the partition unchanged; a leader change bumps the leader epoch
+and every change bumps the partition epoch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+from replay.errors import ReplayError
+from replay.mapping import empty_map, merged
+
+NO_LEADER_CHANGE = -2
+NO_RECOVERY_STATE_CHANGE = -1
+# Directory ids Kafka reserves (DirectoryId): a replica whose directory is not known yet.
+MIGRATING_DIRECTORY = "AAAAAAAAAAAAAAAAAAAAAg"
+
+
+class PartitionRegistration(NamedTuple):
+    replicas: tuple[int, ...]
+    directories: tuple[str, ...]
+    isr: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    elr: tuple[int, ...]
+    last_known_elr: tuple[int, ...]
+    leader: int
+    leader_recovery_state: int
+    leader_epoch: int
+    partition_epoch: int
+
+    @classmethod
+    def from_record(cls, record: Any) -> PartitionRegistration:
+        return cls(
+            replicas=record.replicas,
+            directories=_directories(record.directories, len(record.replicas)),
+            isr=record.isr,
+            removing_replicas=record.removing_replicas,
+            adding_replicas=record.adding_replicas,
+            elr=record.eligible_leader_replicas or (),
+            last_known_elr=record.last_known_elr or (),
+            leader=record.leader,
+            leader_recovery_state=record.leader_recovery_state,
+            leader_epoch=record.leader_epoch,
+            partition_epoch=record.partition_epoch,
+        )
+
+    def merge(self, change: Any) -> PartitionRegistration:
+        replicas = self.replicas if change.replicas is None else change.replicas
+        if change.directories is not None:
+            directories = _directories(change.directories, len(replicas))
+        elif len(self.directories) != len(replicas) and set(self.directories) <= {MIGRATING_DIRECTORY}:
+            directories = _directories((), len(replicas))
+        else:
+            directories = self.directories
+        if change.leader == NO_LEADER_CHANGE:
+            leader, leader_epoch = self.leader, self.leader_epoch
+        else:
+            leader, leader_epoch = change.leader, self.leader_epoch + 1
+        recovery = change.leader_recovery_state
+        return PartitionRegistration(
+            replicas=replicas,
+            directories=directories,
+            isr=self.isr if change.isr is None else change.isr,
+            removing_replicas=self.removing_replicas if change.removing_replicas is None else change.removing_replicas,
+            adding_replicas=self.adding_replicas if change.adding_replicas is None else change.adding_replicas,
+            elr=self.elr if change.eligible_leader_replicas is None else change.eligible_leader_replicas,
+            last_known_elr=self.last_known_elr if change.last_known_elr is None else change.last_known_elr,
+            leader=leader,
+            leader_recovery_state=self.leader_recovery_state if recovery == NO_RECOVERY_STATE_CHANGE else recovery,
+            leader_epoch=leader_epoch,
+            partition_epoch=self.partition_epoch + 1,
+        )
+
+    def cleared_elr(self) -> PartitionRegistration:
+        """The partition after ClearElrRecord: a merge of empty ELR lists (so the partition epoch moves)."""
+        return self._replace(elr=(), last_known_elr=(), partition_epoch=self.partition_epoch + 1)
+
+
+def _directories(directories: tuple[str, ...], replica_count: int) -> tuple[str, ...]:
+    """Kafka fills a missing directory list (records before 3.7-IV2) with MIGRATING per replica."""
+    return directories if directories else (MIGRATING_DIRECTORY,) * replica_count
+
+
+@dataclass(frozen=True)
+class TopicImage:
+    name: str
+    topic_id: str
+    partitions: Mapping[int, PartitionRegistration] = field(default_factory=empty_map)
+
+
+@dataclass(frozen=True)
+class TopicsImage:
+    by_id: Mapping[str, TopicImage] = field(default_factory=empty_map)
+    by_name: Mapping[str, TopicImage] = field(default_factory=empty_map)
+
+    def is_empty(self) -> bool:
+        return not self.by_id
+
+    def partition_count(self) -> int:
+        return sum(len(topic.partitions) for topic in self.by_id.values())
+
+
+class TopicDelta:
+    """Changes to one topic. `image` is the topic as it stood when the delta first touched it."""
+
+    __slots__ = ("image", "partition_changes")
+
+    def __init__(self, image: TopicImage) -> None:
+        self.image = image
+        self.partition_changes: dict[int, PartitionRegistration] = {}
+
+    def partition(self, partition_id: int) -> PartitionRegistration | None:
+        found = self.partition_changes.get(partition_id)
+        return found if found is not None else self.image.partitions.get(partition_id)
+
+    def clear_elr(self) -> None:
+        for partition_id in set(self.partition_changes) | set(self.image.partitions):
+            partition = self.partition(partition_id)
+            if partition is not None and (partition.elr or partition.last_known_elr):
+                self.partition_changes[partition_id] = partition.cleared_elr()
+
+    def apply(self) -> TopicImage:
+        return TopicImage(self.image.name, self.image.topic_id, merged(self.image.partitions, self.partition_changes))
+
+
+class TopicsDelta:
+    def __init__(self, image: TopicsImage) -> None:
+        self.image = image
+        self.changed: dict[str, TopicDelta] = {}
+        self.deleted: set[str] = set()
+        self.created: dict[str, str] = {}  # name -> id of topics created by this delta
+
+    def _topic_delta(self, topic_id: str) -> TopicDelta:
+        delta = self.changed.get(topic_id)
+        if delta is None:
+            topic = self.image.by_id.get(topic_id)
+            if topic is None or topic_id in self.deleted:
+                raise ReplayError(f"Unable to find topic with id {topic_id}")
+            delta = self.changed[topic_id] = TopicDelta(topic)
+        return delta
+
+    def replay_topic(self, record: Any) -> None:
+        self.changed[record.topic_id] = TopicDelta(TopicImage(record.name, record.topic_id))
+        self.created[record.name] = record.topic_id
+
+    def replay_partition(self, record: Any) -> None:
+        delta = self._topic_delta(record.topic_id)
+        delta.partition_changes[record.partition_id] = PartitionRegistration.from_record(record)
+
+    def replay_partition_change(self, record: Any) -> None:
+        delta = self._topic_delta(record.topic_id)
+        partition = delta.partition(record.partition_id)
+        if partition is None:
+            raise ReplayError(f"Unable to find partition {record.topic_id}:{record.partition_id}")
+        delta.partition_changes[record.partition_id] = partition.merge(record)
+
+    def replay_remove_topic(self, record: Any) -> str:
+        """Removes the topic; returns its name (its configs go with it)."""
+        topic_id = record.topic_id
+        delta = self.changed.pop(topic_id, None)
+        if delta is not None:
+            name = delta.image.name
+            if self.created.get(name) == topic_id:
+                del self.created[name]
+            if topic_id in self.image.by_id:
+                self.deleted.add(topic_id)
+            return name
+        topic = self.image.by_id.get(topic_id)
+        if topic is None or topic_id in self.deleted:
+            raise ReplayError(f"Unable to delete topic with id {topic_id}: no such topic found.")
+        self.deleted.add(topic_id)
+        return topic.name
+
+    def replay_clear_elr(self, record: Any) -> None:
+        if record.topic_name:
+            topic_id = self.created.get(record.topic_name)
+            if topic_id is None:
+                topic = self.image.by_name.get(record.topic_name)
+                topic_id = topic.topic_id if topic is not None and topic.topic_id not in self.deleted else None
+            if topic_id is None:
+                raise ReplayError(
+                    f"Unable to clear elr for topic with name {record.topic_name}: no such topic found."
+                )
+            self._topic_delta(topic_id).clear_elr()
+            return
+        live = [topic_id for topic_id in self.image.by_id if topic_id not in self.deleted]
+        for topic_id in dict.fromkeys([*live, *self.created.values()]):
+            if self._has_elr(topic_id):
+                self._topic_delta(topic_id).clear_elr()
+
+    def _has_elr(self, topic_id: str) -> bool:
+        """Whether clearing ELRs would change the topic (skips a delta per untouched topic of a big image)."""
+        delta = self.changed.get(topic_id)
+        topics = (delta.partition(p) for p in delta.partition_changes) if delta is not None else ()
+        image_topic = self.image.by_id.get(topic_id)
+        partitions = [*topics, *(image_topic.partitions.values() if image_topic is not None else ())]
+        return any(p is not None and (p.elr or p.last_known_elr) for p in partitions)
+
+    def finish_snapshot(self) -> None:
+        for topic_id in self.image.by_id:
+            if topic_id not in self.changed:
+                self.deleted.add(topic_id)
+
+    def apply(self) -> TopicsImage:
+        if not self.changed and not self.deleted:
+            return self.image
+        by_id = dict(self.image.by_id)
+        by_name = dict(self.image.by_name)
+        for topic_id in self.deleted:
+            topic = by_id.pop(topic_id, None)
+            if topic is not None and by_name.get(topic.name) is topic:
+                del by_name[topic.name]
+        for topic_id, delta in self.changed.items():
+            topic = delta.apply()
+            previous = by_id.get(topic_id)
+            if previous is not None and previous.name != topic.name and by_name.get(previous.name) is previous:
+                del by_name[previous.name]
+            replaced = by_name.get(topic.name)
+            if replaced is not None and replaced.topic_id != topic_id:
+                by_id.pop(replaced.topic_id, None)
+            by_id[topic_id] = topic
+            by_name[topic.name] = topic
+        return TopicsImage(MappingProxyType(by_id), MappingProxyType(by_name))
