@@ -111,7 +111,8 @@ def read_header(buf: Any, pos: int, source: str, *, verify_crc: bool = True) -> 
     available = len(buf) - pos
     if available < LOG_OVERHEAD:
         raise CorruptBatchError(
-            f"truncated: {available} byte(s) left, too few for a batch header", source=source, position=pos
+            f"truncated: {available} byte(s) left, too few for a batch header",
+            source=source, position=pos, offset=struct.unpack_from(">q", buf, pos)[0] if available >= 8 else None,
         )
     base_offset, batch_length = struct.unpack_from(">qi", buf, pos)
     if batch_length < HEADER_SIZE - LOG_OVERHEAD:
@@ -150,9 +151,14 @@ def scan_batches(buf: Any, source: str = "<bytes>", *, verify_crc: bool = True) 
     """Every batch header in `buf`, in order, framing and CRC checked, records left encoded."""
     pos = 0
     end = len(buf)
+    next_offset = None  # names the offset of a batch too short to carry its own
     while pos < end:
-        header = read_header(buf, pos, source, verify_crc=verify_crc)
+        try:
+            header = read_header(buf, pos, source, verify_crc=verify_crc)
+        except RecordFormatError as error:
+            raise error.located(offset=next_offset) from None
         yield header
+        next_offset = header.last_offset + 1
         pos += header.size_in_bytes
 
 

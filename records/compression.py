@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import struct
+import zlib
 
 import cramjam
 
@@ -31,14 +32,14 @@ def decompress(codec: int, payload: bytes) -> bytes:
             return bytes(cramjam.lz4.decompress(payload))
         if codec == ZSTD:
             return bytes(cramjam.zstd.decompress(payload))
-    except (OSError, EOFError, ValueError, cramjam.DecompressionError, struct.error) as error:
+    except (OSError, EOFError, ValueError, zlib.error, cramjam.DecompressionError, struct.error) as error:
         raise CompressionError(f"{CODEC_NAMES[codec]} payload does not decompress: {error}") from None
     raise CompressionError(f"unknown compression codec id {codec}")
 
 
 def compress(codec: int, raw: bytes) -> bytes:
     if codec == GZIP:
-        return gzip.compress(raw)
+        return gzip.compress(raw, mtime=0)  # as Java's GZIPOutputStream: same input, same bytes
     if codec == SNAPPY:
         block = bytes(cramjam.snappy.compress_raw(raw))
         return _XERIAL_HEADER.pack(_XERIAL_MAGIC, 1, 1) + _BLOCK_LENGTH.pack(len(block)) + block
