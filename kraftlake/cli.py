@@ -18,6 +18,7 @@ from kraftlake.errors import UserFacingError
 COMMAND_MODULES: tuple[str, ...] = (
     "kraftlake.commands.dump",
     "kraftlake.commands.broker",
+    "kraftlake.commands.replay",
 )
 
 

@@ -1,0 +1,162 @@
+"""The canonical JSON form of an image: one deterministic object per image, secrets redacted.
+
+Both `kraftlake replay --json` and the Delta time-travel reader print this form, so the two can be diffed
+byte for byte. Keys are sorted; maps keyed by ids are JSON objects keyed by the id as text; lists that are
+sets in Kafka (directories, endpoints) are sorted; replica lists keep their order (it means preference).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from records.json_form import is_sensitive_config
+from replay.acls import StandardAcl
+from replay.client_quotas import QuotaEntity
+from replay.cluster import BrokerRegistration, ControllerRegistration, Endpoint, FeatureRange
+from replay.configs import RESOURCE_TYPE_NAMES
+from replay.delegation_tokens import DelegationToken
+from replay.image import MetadataImage, Provenance
+from replay.scram import MECHANISMS
+from replay.topics import PartitionRegistration, TopicImage
+
+REDACTED = "[redacted]"
+
+
+def image_to_canonical(image: MetadataImage) -> dict[str, Any]:
+    return {
+        "provenance": provenance_json(image.provenance),
+        "features": {
+            "metadataVersion": image.features.metadata_version,
+            "finalized": dict(image.features.finalized),
+        },
+        "brokers": {str(k): broker_json(v) for k, v in image.cluster.brokers.items()},
+        "controllers": {str(k): controller_json(v) for k, v in image.cluster.controllers.items()},
+        "topics": {topic.name: topic_json(topic) for topic in image.topics.by_id.values()},
+        "configs": {
+            f"{RESOURCE_TYPE_NAMES.get(resource.resource_type, resource.resource_type)}:{resource.resource_name}": {
+                name: config_value(name, value) for name, value in configs.items()
+            }
+            for resource, configs in image.configs.resources.items()
+        },
+        "clientQuotas": {
+            quota_entity_text(entity): dict(quotas) for entity, quotas in image.client_quotas.entities.items()
+        },
+        "producerIds": {"nextProducerId": image.producer_ids.next_producer_id},
+        "acls": {acl_id: acl_json(acl) for acl_id, acl in image.acls.acls.items()},
+        "scramCredentials": {
+            f"{key.user}:{MECHANISMS.get(key.mechanism, key.mechanism)}": {"iterations": credential.iterations}
+            for key, credential in image.scram.credentials.items()
+        },
+        "delegationTokens": {token_id: token_json(token) for token_id, token in image.delegation_tokens.tokens.items()},
+    }
+
+
+def canonical_json(image: MetadataImage, *, provenance: bool = True, indent: int | None = None) -> str:
+    """The canonical text; without `provenance` two images of the same state at different offsets match."""
+    document = image_to_canonical(image)
+    if not provenance:
+        del document["provenance"]
+    return json.dumps(document, sort_keys=True, indent=indent, separators=(",", ": ") if indent else (",", ":"))
+
+
+def provenance_json(provenance: Provenance) -> dict[str, Any]:
+    return {
+        "offset": provenance.offset,
+        "epoch": provenance.epoch,
+        "logTimeMs": provenance.log_time_ms,
+        "batchAligned": provenance.batch_aligned,
+    }
+
+
+def config_value(name: str, value: str) -> str:
+    return REDACTED if is_sensitive_config(name) else value
+
+
+def quota_entity_text(entity: QuotaEntity) -> str:
+    """`user=alice,client-id=<default>`: Kafka's entity types with None shown as <default>."""
+    return ",".join(f"{kind}={'<default>' if name is None else name}" for kind, name in entity)
+
+
+def endpoint_json(endpoint: Endpoint) -> dict[str, Any]:
+    return {
+        "name": endpoint.name,
+        "host": endpoint.host,
+        "port": endpoint.port,
+        "securityProtocol": endpoint.security_protocol,
+    }
+
+
+def feature_range_json(feature: FeatureRange) -> dict[str, Any]:
+    return {"minSupportedVersion": feature.min_supported_version, "maxSupportedVersion": feature.max_supported_version}
+
+
+def broker_json(broker: BrokerRegistration) -> dict[str, Any]:
+    return {
+        "brokerId": broker.broker_id,
+        "epoch": broker.epoch,
+        "incarnationId": broker.incarnation_id,
+        "listeners": [endpoint_json(e) for e in broker.listeners],
+        "supportedFeatures": {f.name: feature_range_json(f) for f in broker.supported_features},
+        "rack": broker.rack,
+        "fenced": broker.fenced,
+        "inControlledShutdown": broker.in_controlled_shutdown,
+        "isMigratingZkBroker": broker.is_migrating_zk_broker,
+        "directories": list(broker.directories),
+    }
+
+
+def controller_json(controller: ControllerRegistration) -> dict[str, Any]:
+    return {
+        "controllerId": controller.controller_id,
+        "incarnationId": controller.incarnation_id,
+        "zkMigrationReady": controller.zk_migration_ready,
+        "listeners": [endpoint_json(e) for e in controller.listeners],
+        "supportedFeatures": {f.name: feature_range_json(f) for f in controller.supported_features},
+    }
+
+
+def topic_json(topic: TopicImage) -> dict[str, Any]:
+    return {
+        "topicId": topic.topic_id,
+        "partitions": {str(pid): partition_json(p) for pid, p in topic.partitions.items()},
+    }
+
+
+def partition_json(partition: PartitionRegistration) -> dict[str, Any]:
+    return {
+        "replicas": list(partition.replicas),
+        "directories": list(partition.directories),
+        "isr": list(partition.isr),
+        "removingReplicas": list(partition.removing_replicas),
+        "addingReplicas": list(partition.adding_replicas),
+        "elr": list(partition.elr),
+        "lastKnownElr": list(partition.last_known_elr),
+        "leader": partition.leader,
+        "leaderRecoveryState": partition.leader_recovery_state,
+        "leaderEpoch": partition.leader_epoch,
+        "partitionEpoch": partition.partition_epoch,
+    }
+
+
+def acl_json(acl: StandardAcl) -> dict[str, Any]:
+    return {
+        "resourceType": acl.resource_type,
+        "resourceName": acl.resource_name,
+        "patternType": acl.pattern_type,
+        "principal": acl.principal,
+        "host": acl.host,
+        "operation": acl.operation,
+        "permissionType": acl.permission_type,
+    }
+
+
+def token_json(token: DelegationToken) -> dict[str, Any]:
+    return {
+        "owner": token.owner,
+        "requester": token.requester,
+        "renewers": list(token.renewers),
+        "issueTimestamp": token.issue_timestamp,
+        "maxTimestamp": token.max_timestamp,
+        "expirationTimestamp": token.expiration_timestamp,
+    }

@@ -1,0 +1,212 @@
+"""An image written back as records, as Kafka's ImageWriter does for a snapshot.
+
+Record versions follow the target metadata.version; a field an older version cannot carry is dropped and
+named in `losses`. Order: features (metadata.version first), cluster, topics (each TopicRecord followed by
+its PartitionRecords), configs, client quotas, producer ids, ACLs, SCRAM, delegation tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from records import RecordBatch, make_batch
+from records import metadata_types as mt
+from records.control_types import SnapshotFooterRecord, SnapshotHeaderRecord
+from replay.features import METADATA_VERSION
+from replay.image import MetadataImage
+from replay.topics import MIGRATING_DIRECTORY
+
+MV_3_4_IV0 = 8
+MV_3_7_IV0 = 15
+MV_3_7_IV2 = 17
+MV_4_0_IV1 = 23
+
+
+@dataclass
+class ImageWriter:
+    """Collects the records of an image at one metadata.version, and what that version cannot express."""
+
+    metadata_version: int
+    records: list[tuple[Any, int]] = field(default_factory=list)  # (message, version)
+    losses: list[str] = field(default_factory=list)
+
+    def add(self, message: Any, version: int = 0) -> None:
+        self.records.append((message, version))
+
+    def lose(self, what: str) -> None:
+        if what not in self.losses:
+            self.losses.append(what)
+
+
+def image_records(image: MetadataImage, metadata_version: int | None = None) -> ImageWriter:
+    """The records that rebuild `image` from empty, at `metadata_version` (default: the image's own)."""
+    level = metadata_version if metadata_version is not None else image.features.metadata_version
+    if level is None:
+        raise ValueError("the image has no metadata.version: name the one to write at")
+    writer = ImageWriter(level)
+    for write in (_features, _cluster, _topics, _configs, _client_quotas, _producer_ids, _acls, _scram, _tokens):
+        write(image, writer)
+    return writer
+
+
+def _features(image: MetadataImage, writer: ImageWriter) -> None:
+    writer.add(mt.FeatureLevelRecord(name=METADATA_VERSION, feature_level=writer.metadata_version))
+    for name, level in image.features.finalized.items():
+        writer.add(mt.FeatureLevelRecord(name=name, feature_level=level))
+
+
+def _endpoints(cls: type, listeners: Any) -> tuple[Any, ...]:
+    return tuple(cls(e.name, e.host, e.port, e.security_protocol) for e in listeners)
+
+
+def _feature_ranges(cls: type, features: Any) -> tuple[Any, ...]:
+    return tuple(cls(f.name, f.min_supported_version, f.max_supported_version) for f in features)
+
+
+def _cluster(image: MetadataImage, writer: ImageWriter) -> None:
+    level = writer.metadata_version
+    version = 3 if level >= MV_3_7_IV2 else 2 if level >= MV_3_4_IV0 else 1
+    for broker in image.cluster.brokers.values():
+        if broker.is_migrating_zk_broker and version < 2:
+            writer.lose("the isMigratingZkBroker state of one or more brokers")
+        if broker.directories and version < 3:
+            writer.lose("the directory assignment state of one or more brokers")
+        writer.add(
+            mt.RegisterBrokerRecord(
+                broker_id=broker.broker_id,
+                is_migrating_zk_broker=broker.is_migrating_zk_broker,
+                incarnation_id=broker.incarnation_id,
+                broker_epoch=broker.epoch,
+                end_points=_endpoints(mt.BrokerEndpoint, broker.listeners),
+                features=_feature_ranges(mt.BrokerFeature, broker.supported_features),
+                rack=broker.rack,
+                fenced=broker.fenced,
+                in_controlled_shutdown=broker.in_controlled_shutdown,
+                log_dirs=broker.directories,
+            ),
+            version,
+        )
+    for controller in image.cluster.controllers.values():
+        if level < MV_3_7_IV0:
+            writer.lose("controller registrations")
+            continue
+        writer.add(
+            mt.RegisterControllerRecord(
+                controller_id=controller.controller_id,
+                incarnation_id=controller.incarnation_id,
+                zk_migration_ready=controller.zk_migration_ready,
+                end_points=_endpoints(mt.ControllerEndpoint, controller.listeners),
+                features=_feature_ranges(mt.ControllerFeature, controller.supported_features),
+            )
+        )
+
+
+def _topics(image: MetadataImage, writer: ImageWriter) -> None:
+    level = writer.metadata_version
+    version = 2 if level >= MV_4_0_IV1 else 1 if level >= MV_3_7_IV2 else 0
+    for topic in image.topics.by_id.values():
+        writer.add(mt.TopicRecord(name=topic.name, topic_id=topic.topic_id))
+        for partition_id, p in topic.partitions.items():
+            if version < 1 and any(d != MIGRATING_DIRECTORY for d in p.directories):
+                writer.lose("the directory assignment state of one or more replicas")
+            if version < 2 and (p.elr or p.last_known_elr):
+                writer.lose("the eligible leader replicas of one or more partitions")
+            writer.add(
+                mt.PartitionRecord(
+                    partition_id=partition_id,
+                    topic_id=topic.topic_id,
+                    replicas=p.replicas,
+                    isr=p.isr,
+                    removing_replicas=p.removing_replicas,
+                    adding_replicas=p.adding_replicas,
+                    leader=p.leader,
+                    leader_recovery_state=p.leader_recovery_state,
+                    leader_epoch=p.leader_epoch,
+                    partition_epoch=p.partition_epoch,
+                    directories=p.directories if version >= 1 else (),
+                    eligible_leader_replicas=p.elr if version >= 2 else None,
+                    last_known_elr=p.last_known_elr if version >= 2 else None,
+                ),
+                version,
+            )
+
+
+def _configs(image: MetadataImage, writer: ImageWriter) -> None:
+    for resource, configs in image.configs.resources.items():
+        for name, value in configs.items():
+            writer.add(
+                mt.ConfigRecord(
+                    resource_type=resource.resource_type, resource_name=resource.resource_name, name=name, value=value
+                )
+            )
+
+
+def _client_quotas(image: MetadataImage, writer: ImageWriter) -> None:
+    for entity, quotas in image.client_quotas.entities.items():
+        entity_data = tuple(mt.EntityData(kind, name) for kind, name in entity)
+        for key, value in quotas.items():
+            writer.add(mt.ClientQuotaRecord(entity=entity_data, key=key, value=value, remove=False))
+
+
+def _producer_ids(image: MetadataImage, writer: ImageWriter) -> None:
+    if not image.producer_ids.is_empty():
+        writer.add(
+            mt.ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=image.producer_ids.next_producer_id)
+        )
+
+
+def _acls(image: MetadataImage, writer: ImageWriter) -> None:
+    for acl_id, acl in image.acls.acls.items():
+        writer.add(mt.AccessControlEntryRecord(acl_id, *acl))
+
+
+def _scram(image: MetadataImage, writer: ImageWriter) -> None:
+    for key, credential in image.scram.credentials.items():
+        writer.add(
+            mt.UserScramCredentialRecord(
+                name=key.user,
+                mechanism=key.mechanism,
+                salt=credential.salt,
+                stored_key=credential.stored_key,
+                server_key=credential.server_key,
+                iterations=credential.iterations,
+            )
+        )
+
+
+def _tokens(image: MetadataImage, writer: ImageWriter) -> None:
+    for token in image.delegation_tokens.tokens.values():
+        writer.add(
+            mt.DelegationTokenRecord(
+                owner=token.owner,
+                requester=token.requester,
+                renewers=token.renewers,
+                issue_timestamp=token.issue_timestamp,
+                max_timestamp=token.max_timestamp,
+                expiration_timestamp=token.expiration_timestamp,
+                token_id=token.token_id,
+            )
+        )
+
+
+
+def snapshot_batches(
+    image: MetadataImage, append_time_ms: int, *, max_records_per_batch: int = 1000
+) -> list[RecordBatch]:
+    """The batches of a snapshot file of `image`: header control batch, data batches, footer control batch.
+
+    Offsets restart at 0 and every batch carries the snapshot's epoch, as in Kafka's snapshot files.
+    """
+    writer = image_records(image)
+    epoch = image.provenance.epoch
+    header = SnapshotHeaderRecord(version=0, last_contained_log_timestamp=image.provenance.log_time_ms)
+    batches = [make_batch(0, epoch, append_time_ms, [header], control=True)]
+    offset = 1
+    for start in range(0, len(writer.records), max_records_per_batch):
+        chunk = writer.records[start : start + max_records_per_batch]
+        versions = {type(message): version for message, version in chunk}
+        batches.append(make_batch(offset, epoch, append_time_ms, [m for m, _ in chunk], versions=versions))
+        offset += len(chunk)
+    batches.append(make_batch(offset, epoch, append_time_ms, [SnapshotFooterRecord(version=0)], control=True))
+    return batches
