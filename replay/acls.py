@@ -50,6 +50,11 @@ class AclsDelta:
             raise ReplayError(f"Failed to find existing acl with ID {record.id}")
         self.changes[record.id] = None
 
+    def acl(self, key: str) -> StandardAcl | None:
+        if key in self.changes:
+            return self.changes[key]
+        return self.image.acls.get(key)
+
     def finish_snapshot(self) -> None:
         for acl_id in self.image.acls:
             self.changes.setdefault(acl_id, None)

@@ -33,6 +33,9 @@ class ClientQuotasDelta:
         entity = quota_entity(record)
         self.changes.setdefault(entity, {})[record.key] = None if record.remove else record.value
 
+    def quotas(self, entity: QuotaEntity) -> Mapping[str, float]:
+        return merged(self.image.entities.get(entity, EMPTY), self.changes.get(entity, {}))
+
     def finish_snapshot(self) -> None:
         for entity, quotas in self.image.entities.items():
             changed = self.changes.setdefault(entity, {})

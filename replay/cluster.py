@@ -78,6 +78,11 @@ class ClusterDelta:
             return self.broker_changes[broker_id]
         return self.image.brokers.get(broker_id)
 
+    def controller(self, controller_id: int) -> ControllerRegistration | None:
+        if controller_id in self.controller_changes:
+            return self.controller_changes[controller_id]
+        return self.image.controllers.get(controller_id)
+
     def _broker_or_fail(self, broker_id: int, epoch: int, action: str) -> BrokerRegistration:
         broker = self.broker(broker_id)
         if broker is None:

@@ -40,6 +40,10 @@ class ConfigurationsDelta:
         resource = ConfigResource(record.resource_type, record.resource_name)
         self.changes.setdefault(resource, {})[record.name] = record.value
 
+    def configs(self, resource: ConfigResource) -> Mapping[str, str]:
+        """The configs of `resource` with this delta applied."""
+        return merged(self.image.resources.get(resource, EMPTY), self.changes.get(resource, {}))
+
     def delete_topic_configs(self, topic_name: str) -> None:
         """A removed topic takes its configs with it (MetadataDelta does this on RemoveTopicRecord)."""
         resource = ConfigResource(TOPIC, topic_name)

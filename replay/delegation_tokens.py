@@ -48,6 +48,11 @@ class DelegationTokensDelta:
     def replay_remove_token(self, record: Any) -> None:
         self.changes[record.token_id] = None
 
+    def token(self, key: str) -> DelegationToken | None:
+        if key in self.changes:
+            return self.changes[key]
+        return self.image.tokens.get(key)
+
     def finish_snapshot(self) -> None:
         for token_id in self.image.tokens:
             self.changes.setdefault(token_id, None)

@@ -40,6 +40,14 @@ class FeaturesDelta:
         else:
             self.changes[name] = level if level != 0 else None
 
+    def level(self, name: str) -> int | None:
+        """The level `name` has with this delta applied (None: not finalized)."""
+        if name == METADATA_VERSION:
+            return self.metadata_version if self.metadata_version is not None else self.image.metadata_version
+        if name in self.changes:
+            return self.changes[name]
+        return self.image.finalized.get(name)
+
     def finish_snapshot(self) -> None:
         """A snapshot drops every finalized feature it does not re-assert (metadata.version stays)."""
         for name in self.image.finalized:

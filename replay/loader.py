@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from records import RecordBatch, SnapshotId
 from records import metadata_types as mt
@@ -46,12 +46,34 @@ class Manifest:
 # Called with (delta, new image, manifest) for every published image, in offset order.
 Publisher = Callable[[MetadataDelta, MetadataImage, Manifest], None]
 
+
+class LoaderObserver(Protocol):
+    """Follows visibility record by record, finer than publishing: what exact any-offset history needs."""
+
+    def before_replay(self, offset: int, message: Any, delta: MetadataDelta) -> None:
+        """A metadata record (not a transaction marker) is about to be replayed into `delta`."""
+
+    def became_visible(self, offset: int, delta: MetadataDelta) -> None:
+        """Every record replayed so far is visible from `offset` on (a plain record, or an End)."""
+
+    def transaction_aborted(self, offset: int) -> None:
+        """The records since the Begin are discarded."""
+
+    def snapshot_loaded(self, before: MetadataImage, after: MetadataImage) -> None:
+        """The image was replaced by a snapshot's (any open transaction is dropped)."""
+
 _OPEN = (TransactionState.STARTED, TransactionState.CONTINUED)
 
 
 class BatchLoader:
-    def __init__(self, publish: Publisher | None = None, image: MetadataImage = EMPTY_IMAGE) -> None:
+    def __init__(
+        self,
+        publish: Publisher | None = None,
+        image: MetadataImage = EMPTY_IMAGE,
+        observer: LoaderObserver | None = None,
+    ) -> None:
         self._publish = publish
+        self._observer = observer
         self.reset_to_image(image)
 
     def reset_to_image(self, image: MetadataImage) -> None:
@@ -77,7 +99,7 @@ class BatchLoader:
         if not batch.is_control:
             for index, record in enumerate(batch.records):
                 try:
-                    self._replay(record.message)
+                    self._replay(record.offset, record.message)
                 except ReplayError as error:
                     raise error.at(record.offset, source) from None
                 if self.transaction is TransactionState.STARTED and (index > 0 or self.num_batches > 0):
@@ -88,9 +110,10 @@ class BatchLoader:
         self.num_bytes += batch.size_in_bytes
         self.num_batches += 1
 
-    def _replay(self, message: Any) -> None:
+    def _replay(self, offset: int, message: Any) -> None:
         kind = type(message)
         state = self.transaction
+        observer = self._observer
         if kind is mt.BeginTransactionRecord:
             if state in _OPEN:
                 raise ReplayError("Encountered BeginTransactionRecord while already in a transaction")
@@ -99,18 +122,26 @@ class BatchLoader:
             if state not in _OPEN:
                 raise ReplayError("Encountered EndTransactionRecord without having seen a BeginTransactionRecord")
             self.transaction = TransactionState.ENDED
+            if observer is not None:
+                observer.became_visible(offset, self.delta)
         elif kind is mt.AbortTransactionRecord:
             if state not in _OPEN:
                 raise ReplayError("Encountered AbortTransactionRecord without having seen a BeginTransactionRecord")
             self.transaction = TransactionState.ABORTED
             self.delta = MetadataDelta(self.image)  # the aborted records are gone for good
+            if observer is not None:
+                observer.transaction_aborted(offset)
         else:
             if state is TransactionState.STARTED:
                 self.transaction = TransactionState.CONTINUED
             elif state in (TransactionState.ENDED, TransactionState.ABORTED):
                 self.transaction = TransactionState.NONE
             self.has_seen_record = True
+            if observer is not None:
+                observer.before_replay(offset, message, self.delta)
             self.delta.replay(message)
+            if observer is not None and self.transaction is not TransactionState.CONTINUED:
+                observer.became_visible(offset, self.delta)
 
     def flush(self, aligned: bool = True) -> None:
         """End of a commit: publish what is pending unless a transaction is still open."""
@@ -146,6 +177,8 @@ class BatchLoader:
         delta.finish_snapshot()
         provenance = Provenance(snapshot_id.end_offset - 1, snapshot_id.epoch, header_time, True)
         image = delta.apply(provenance)
+        if self._observer is not None:
+            self._observer.snapshot_loaded(self.image, image)
         self.reset_to_image(image)
         if self._publish is not None and self.has_seen_record:
             self._publish(delta, image, Manifest(provenance, num_batches, num_bytes, snapshot=True))

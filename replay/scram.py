@@ -46,6 +46,11 @@ class ScramDelta:
     def replay_remove_credential(self, record: Any) -> None:
         self.changes[ScramKey(record.name, record.mechanism)] = None
 
+    def credential(self, key: ScramKey) -> ScramCredential | None:
+        if key in self.changes:
+            return self.changes[key]
+        return self.image.credentials.get(key)
+
     def finish_snapshot(self) -> None:
         for key in self.image.credentials:
             self.changes.setdefault(key, None)

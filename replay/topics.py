@@ -136,6 +136,31 @@ class TopicsDelta:
         self.deleted: set[str] = set()
         self.created: dict[str, str] = {}  # name -> id of topics created by this delta
 
+    def topic(self, topic_id: str) -> TopicImage | None:
+        """The topic as this delta leaves it (its partitions may be stale: ask `partition`)."""
+        delta = self.changed.get(topic_id)
+        if delta is not None:
+            return delta.image
+        return None if topic_id in self.deleted else self.image.by_id.get(topic_id)
+
+    def partition(self, topic_id: str, partition_id: int) -> PartitionRegistration | None:
+        delta = self.changed.get(topic_id)
+        if delta is not None:
+            return delta.partition(partition_id)
+        topic = None if topic_id in self.deleted else self.image.by_id.get(topic_id)
+        return None if topic is None else topic.partitions.get(partition_id)
+
+    def partition_ids(self, topic_id: str) -> list[int]:
+        delta = self.changed.get(topic_id)
+        if delta is not None:
+            return sorted(set(delta.partition_changes) | set(delta.image.partitions))
+        topic = None if topic_id in self.deleted else self.image.by_id.get(topic_id)
+        return [] if topic is None else list(topic.partitions)
+
+    def live_topic_ids(self) -> list[str]:
+        live = [topic_id for topic_id in self.image.by_id if topic_id not in self.deleted]
+        return list(dict.fromkeys([*live, *self.changed]))
+
     def _topic_delta(self, topic_id: str) -> TopicDelta:
         delta = self.changed.get(topic_id)
         if delta is None:
