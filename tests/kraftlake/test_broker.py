@@ -6,35 +6,20 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from kraftlake.broker import BrokerError, LocalBroker, PortInUseError, running_broker, stop_broker
 from kraftlake.config import BOOTSTRAP_ENV, resolve_bootstrap
 from kraftlake.errors import UserFacingError
+from tests.fixtures.broker import create_topic, numbered, produce
 
 pytestmark = pytest.mark.integration
 
 KRAFTLAKE = Path(sys.executable).with_name("kraftlake")
-
-
-def create_topic(bootstrap: str) -> str:
-    """A fresh single-partition topic with unlimited retention (noida-db's default is 7 days)."""
-    name = f"test-{uuid.uuid4().hex[:12]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, 1, 1, config={"retention.ms": "-1"})])[name].result(timeout=10)
-    return name
-
-
-def produce(bootstrap: str, topic: str, count: int, start: int = 0) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all"})
-    for i in range(start, start + count):
-        producer.produce(topic, key=f"k{i}".encode(), value=f"value-{i}".encode())
-    assert producer.flush(30) == 0
 
 
 def consume_all(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes]]:
@@ -64,7 +49,7 @@ def watermarks(bootstrap: str, topic: str) -> tuple[int, int]:
 
 
 def expected(count: int) -> list[tuple[int, bytes, bytes]]:
-    return [(i, f"k{i}".encode(), f"value-{i}".encode()) for i in range(count)]
+    return [(i, key, value) for i, (key, value) in enumerate(numbered(0, count))]
 
 
 def wait_for_snapshot_after(snapshot: Path, since_ns: int) -> None:
@@ -80,7 +65,7 @@ def test_produce_and_consume_over_tcp(kafka_broker: LocalBroker) -> None:
     assert bootstrap == f"127.0.0.1:{kafka_broker.port}"
     topic = create_topic(bootstrap)
     assert watermarks(bootstrap, topic) == (0, 0)
-    produce(bootstrap, topic, 50)
+    produce(bootstrap, topic, numbered(0, 50))
     assert watermarks(bootstrap, topic) == (0, 50)
     assert consume_all(bootstrap, topic) == expected(50)
 
@@ -89,7 +74,7 @@ def test_data_survives_kill_and_restart(tmp_path: Path) -> None:
     with LocalBroker(tmp_path / "broker") as broker:
         port = broker.port
         topic = create_topic(broker.bootstrap_servers)
-        produce(broker.bootstrap_servers, topic, 30)
+        produce(broker.bootstrap_servers, topic, numbered(0, 30))
         flushed_at = time.time_ns()
         wait_for_snapshot_after(broker.data_dir / "kafka.json", flushed_at)
         broker.kill()
@@ -98,7 +83,7 @@ def test_data_survives_kill_and_restart(tmp_path: Path) -> None:
         broker.restart()
         assert broker.port == port
         assert watermarks(broker.bootstrap_servers, topic) == (0, 30)
-        produce(broker.bootstrap_servers, topic, 10, start=30)
+        produce(broker.bootstrap_servers, topic, numbered(30, 40))
         broker.restart()  # a clean stop keeps the latest writes without waiting for a snapshot
         assert consume_all(broker.bootstrap_servers, topic) == expected(40)
 

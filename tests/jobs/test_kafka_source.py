@@ -1,0 +1,129 @@
+"""The kraftlake-kafka streaming source against a real broker and a real local SparkSession."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+
+from jobs.kafka_source import KafkaSource, KafkaSourceError, KafkaSourceOptions
+from kraftlake.broker import LocalBroker
+from tests.fixtures.broker import create_topic, numbered, produce
+
+pytestmark = pytest.mark.integration
+
+Row = tuple[int, int, bytes, bytes]  # partition, offset, key, value
+
+
+def run_available_now(
+    spark: SparkSession, checkpoint: Path, options: dict[str, str]
+) -> list[list[Row]]:
+    """One availableNow run; the rows of each non-empty micro-batch, in batch order and read order."""
+    spark.dataSource.register(KafkaSource)
+    batches: dict[int, list[Row]] = {}
+
+    def collect(frame: DataFrame, batch_id: int) -> None:
+        rows = frame.select("partition", "offset", "key", "value", "timestamp").collect()
+        assert all(row.timestamp is not None and row.timestamp > 0 for row in rows)
+        batches[batch_id] = [(row.partition, row.offset, bytes(row.key), bytes(row.value)) for row in rows]
+
+    stream = spark.readStream.format("kraftlake-kafka").options(**options).load()
+    query = (
+        stream.writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return [batches[batch_id] for batch_id in sorted(batches) if batches[batch_id]]
+
+
+def expected_rows(start: int, stop: int, partition: int = 0) -> list[Row]:
+    return [(partition, i, key, value) for i, (key, value) in enumerate(numbered(start, stop), start)]
+
+
+def flat(batches: list[list[Row]]) -> list[Row]:
+    return [row for batch in batches for row in batch]
+
+
+def test_reads_every_message_once_in_order_and_resumes(
+    spark: SparkSession, kafka_broker: LocalBroker, tmp_path: Path
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = create_topic(bootstrap)
+    produce(bootstrap, topic, numbered(0, 120))
+    options = {"bootstrap.servers": bootstrap, "topic": topic}
+
+    first = run_available_now(spark, tmp_path / "checkpoint", options)
+    assert flat(first) == expected_rows(0, 120)
+
+    produce(bootstrap, topic, numbered(120, 150))
+    resumed = run_available_now(spark, tmp_path / "checkpoint", options)
+    assert flat(resumed) == expected_rows(120, 150)
+
+
+def test_per_trigger_limit_splits_into_micro_batches(
+    spark: SparkSession, kafka_broker: LocalBroker, tmp_path: Path
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = create_topic(bootstrap)
+    produce(bootstrap, topic, numbered(0, 25))
+    options = {"bootstrap.servers": bootstrap, "topic": topic, "maxOffsetsPerTrigger": "10"}
+
+    batches = run_available_now(spark, tmp_path / "checkpoint", options)
+    assert [len(batch) for batch in batches] == [10, 10, 5]
+    assert flat(batches) == expected_rows(0, 25)
+
+
+def test_several_partitions_share_the_limit(
+    spark: SparkSession, kafka_broker: LocalBroker, tmp_path: Path
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = create_topic(bootstrap, partitions=3)
+    for partition, count in enumerate((12, 3, 0)):
+        produce(bootstrap, topic, numbered(0, count), partition=partition)
+    options = {"bootstrap.servers": bootstrap, "topic": topic, "maxOffsetsPerTrigger": "5"}
+
+    batches = run_available_now(spark, tmp_path / "checkpoint", options)
+    assert all(len(batch) <= 5 for batch in batches)
+    rows = flat(batches)
+    for partition, count in enumerate((12, 3, 0)):
+        assert [row for row in rows if row[0] == partition] == expected_rows(0, count, partition)
+
+
+def test_latest_skips_what_was_there_before_the_first_run(
+    spark: SparkSession, kafka_broker: LocalBroker, tmp_path: Path
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = create_topic(bootstrap)
+    produce(bootstrap, topic, numbered(0, 10))
+    options = {"bootstrap.servers": bootstrap, "topic": topic, "startingOffsets": "latest"}
+
+    assert run_available_now(spark, tmp_path / "checkpoint", options) == []
+    produce(bootstrap, topic, numbered(10, 14))
+    assert flat(run_available_now(spark, tmp_path / "checkpoint", options)) == expected_rows(10, 14)
+
+
+def test_broker_down_fails_with_the_bootstrap_servers_named(spark: SparkSession, tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{probe.getsockname()[1]}"
+    options = {"bootstrap.servers": dead, "topic": "anything", "timeoutMs": "1500"}
+    with pytest.raises(StreamingQueryException, match=f"Kafka at {dead} did not answer"):
+        run_available_now(spark, tmp_path / "checkpoint", options)
+
+
+def test_options_are_validated_before_any_io() -> None:
+    with pytest.raises(KafkaSourceError, match="missing option"):
+        KafkaSourceOptions.parse({"topic": "t"})
+    with pytest.raises(KafkaSourceError, match="startingOffsets"):
+        KafkaSourceOptions.parse({"bootstrap.servers": "b:9092", "topic": "t", "startingoffsets": "middle"})
+    with pytest.raises(KafkaSourceError, match="maxoffsetspertrigger"):
+        KafkaSourceOptions.parse({"bootstrap.servers": "b:9092", "topic": "t", "maxOffsetsPerTrigger": "0"})
+    parsed = KafkaSourceOptions.parse(
+        {"bootstrap.servers": "b:9092", "topic": "t", "kafka.client.id": "me", "maxoffsetspertrigger": "7"}
+    )
+    assert (parsed.kafka_config, parsed.max_offsets_per_trigger) == ({"client.id": "me"}, 7)
