@@ -187,8 +187,16 @@ def decode_batch_at(buf: Any, header: BatchHeader, source: str) -> RecordBatch:
             payload = compression.decompress(codec, payload)
         records = _decode_records(payload, header)
     except RecordFormatError as error:
-        located_position = header.position if codec or error.position is None else start + error.position
-        raise error.located(source=source, position=located_position) from None
+        # Record errors carry a position inside the records section: make it a position in the source; in a
+        # compressed batch only the batch's own position means anything to a reader of the file.
+        reason, position = error.reason, header.position
+        if error.position is not None:
+            if codec:
+                reason = f"{reason} (at byte {error.position} of the decompressed records)"
+            else:
+                position = start + error.position
+        offset = header.base_offset if error.offset is None else error.offset
+        raise type(error)(reason, source=source, position=position, offset=offset) from None
     return RecordBatch(
         base_offset=header.base_offset,
         partition_leader_epoch=header.partition_leader_epoch,
@@ -263,7 +271,9 @@ def _decode_records(data: bytes, header: BatchHeader) -> tuple[Record, ...]:
             "the batch's records end too early", offset=base + index, position=pos
         ) from None
     if pos != len(data):
-        raise RecordFormatError(f"{len(data) - pos} byte(s) after the last record", offset=header.last_offset)
+        raise RecordFormatError(
+            f"{len(data) - pos} byte(s) after the last record", offset=header.last_offset, position=pos
+        )
     return tuple(records)
 
 
