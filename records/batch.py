@@ -231,7 +231,7 @@ def _decode_records(data: bytes, header: BatchHeader) -> tuple[Record, ...]:
             length, pos = _read_varint(data, pos)
             record_end = pos + length
             if length <= 0 or record_end > len(data):
-                raise RecordFormatError(f"record length {length} does not fit the batch")
+                raise CorruptBatchError(f"record length {length} does not fit the batch")
             pos += 1  # record attributes: unused by Kafka
             timestamp_delta, pos = _read_varlong(data, pos)
             offset_delta, pos = _read_varint(data, pos)
@@ -242,24 +242,24 @@ def _decode_records(data: bytes, header: BatchHeader) -> tuple[Record, ...]:
                 pos += key_length
             value_length, pos = _read_varint(data, pos)
             if value_length < 0 or pos + value_length > record_end:
-                raise RecordFormatError(f"record value length {value_length} does not fit the record")
+                raise CorruptBatchError(f"record value length {value_length} does not fit the record")
             value = data[pos : pos + value_length]
             pos += value_length
             headers, pos = _read_varint(data, pos)
             if pos != record_end:
-                raise RecordFormatError(f"record framing is {record_end - pos} byte(s) off its length")
+                raise CorruptBatchError(f"record framing is {record_end - pos} byte(s) off its length")
             if timestamp_delta != 0 or headers != 0:
-                raise RecordFormatError("KRaft records have timestampDelta 0 and no headers")
+                raise CorruptBatchError("KRaft records have timestampDelta 0 and no headers")
             offset = base + offset_delta
             try:
                 if control:
                     if key is None or not value:
-                        raise RecordFormatError("a control record needs a key and a value")
+                        raise CorruptBatchError("a control record needs a key and a value")
                     message = framing.decode_control(key, value)
                     records.append(Record(offset, control_types.CONTROL_VALUE_VERSION, message))
                 else:
                     if key is not None or not value:
-                        raise RecordFormatError("a metadata record has no key and a non-empty value")
+                        raise CorruptBatchError("a metadata record has no key and a non-empty value")
                     message, version = decode_value(value)
                     records.append(Record(offset, version, message))
             except RecordFormatError as error:
@@ -267,11 +267,11 @@ def _decode_records(data: bytes, header: BatchHeader) -> tuple[Record, ...]:
     except RecordFormatError as error:
         raise error.located(offset=base + index, position=pos) from None
     except (IndexError, ValueError, struct.error):
-        raise RecordFormatError(
+        raise CorruptBatchError(
             "the batch's records end too early", offset=base + index, position=pos
         ) from None
     if pos != len(data):
-        raise RecordFormatError(
+        raise CorruptBatchError(
             f"{len(data) - pos} byte(s) after the last record", offset=header.last_offset, position=pos
         )
     return tuple(records)
