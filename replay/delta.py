@@ -73,6 +73,11 @@ class MetadataDelta:
             delta = self.deltas[name] = _DELTA_TYPES[name](getattr(self.image, name))
         return delta
 
+    def reader(self, name: str) -> Any:
+        """The sub-delta `name` to read from: the live one, or a detached empty one on the image."""
+        delta = self.deltas.get(name)
+        return delta if delta is not None else _DELTA_TYPES[name](getattr(self.image, name))
+
     def replay(self, message: Any) -> None:
         """Apply one metadata record (not a transaction marker: the loader consumes those)."""
         handler = self._handlers.get(type(message))
