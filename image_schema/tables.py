@@ -144,6 +144,12 @@ def mechanism_name(mechanism: int) -> str:
     return MECHANISMS.get(mechanism, str(mechanism))
 
 
+def mechanism_id(name: str) -> int:
+    """The inverse of `mechanism_name` (a mechanism Kafka adds later is kept as its number)."""
+    found = next((mechanism for mechanism, known in MECHANISMS.items() if known == name), None)
+    return int(name) if found is None else found
+
+
 def token_row(token: DelegationToken) -> Row:
     return {
         "token_id": token.token_id,
@@ -279,10 +285,7 @@ def _acl_row(delta: MetadataDelta, key: Key) -> Row | None:
 
 
 def _scram_row(delta: MetadataDelta, key: Key) -> Row | None:
-    mechanism = next((m for m, name in MECHANISMS.items() if name == key[1]), None)
-    if mechanism is None:
-        mechanism = int(key[1])
-    scram_key = ScramKey(key[0], mechanism)
+    scram_key = ScramKey(key[0], mechanism_id(key[1]))
     credential = delta.reader("scram").credential(scram_key)
     return None if credential is None else scram_row(scram_key, credential.iterations)
 

@@ -65,6 +65,24 @@ def _directory_sources(path: Path, to_offset: int | None) -> list[Source]:
     return sources + [Source(segment, None) for segment in segments]
 
 
+def history_sources(path: Path) -> list[Source]:
+    """Files that replay a metadata directory from the earliest offset they can: the log alone when it
+    starts at 0, else the earliest snapshot the log continues from (or the latest, with no log)."""
+    if (path / METADATA_PARTITION_DIR).is_dir():
+        path = path / METADATA_PARTITION_DIR
+    log_dir = MetadataLogDir(path)
+    segments = log_dir.segments()
+    log_start = segment_base_offset(segments[0]) if segments else None
+    if log_start == 0:
+        return [Source(segment, None) for segment in segments]
+    snapshots = log_dir.snapshots()
+    usable = [entry for entry in snapshots if log_start is None or entry[0].end_offset >= log_start]
+    if not usable:
+        raise ReplayError(f"no snapshot and no log from offset 0 in {path}: nothing to start from", source=str(path))
+    first = usable[-1] if log_start is None else usable[0]
+    return [Source(first[1], first[0]), *(Source(segment, None) for segment in segments)]
+
+
 def cut_batches(batches: Iterable[RecordBatch], start: int, to_offset: int | None) -> Iterator[RecordBatch]:
     """The batches covering offsets [start, to_offset], a straddling batch cut to fit."""
     for batch in batches:

@@ -1,0 +1,67 @@
+"""The one path from decoded batches to published Delta images, shared by ingest and the streaming job.
+
+A `MetadataPipeline` owns a batch loader (transactions folded), a change recorder (row history) and the
+Delta sink. Batches must arrive in offset order; a batch already loaded is dropped (redelivery after a
+restart, a duplicate after a publisher failover), a gap is an error. `commit()` ends a commit cycle:
+pending records are published unless a transaction is open, and everything visible is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from image_schema.changes import ChangeRecorder
+from jobs.delta_sink import DeltaSink, PublishedImage
+from jobs.warehouse import Warehouse
+from records import RecordBatch, SnapshotId
+from replay.delta import MetadataDelta
+from replay.errors import ReplayError
+from replay.image import MetadataImage
+from replay.loader import BatchLoader, Manifest
+
+
+class MetadataPipeline:
+    def __init__(self, warehouse: Warehouse, app_id: str = "kraftlake") -> None:
+        self.sink = DeltaSink(warehouse, app_id)
+        self.recorder = ChangeRecorder()
+        self.loader = BatchLoader(self._published, observer=self.recorder)
+        self._latest: PublishedImage | None = None
+        self._batches: list[RecordBatch] = []
+
+    @property
+    def loaded_offset(self) -> int:
+        """The last offset replayed (-1 before anything)."""
+        return self.loader.last_offset
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.loader.image
+
+    def _published(self, delta: MetadataDelta, image: MetadataImage, manifest: Manifest) -> None:
+        self._latest = PublishedImage(image.provenance, manifest.snapshot)
+
+    def load(self, batch: RecordBatch, source: str | None = None) -> bool:
+        """Replay `batch` unless already loaded; False when dropped as a duplicate."""
+        if batch.last_offset <= self.loaded_offset:
+            return False
+        if batch.base_offset != self.loaded_offset + 1:
+            raise ReplayError(
+                f"gap in the log: expected offset {self.loaded_offset + 1}, got a batch at {batch.base_offset}",
+                offset=batch.base_offset,
+                source=source,
+            )
+        self.loader.load_batch(batch, source)
+        self._batches.append(batch)
+        return True
+
+    def load_snapshot(self, batches: Iterable[RecordBatch], snapshot_id: SnapshotId, source: str) -> None:
+        self.loader.load_snapshot(batches, snapshot_id, source)
+        self.commit()
+
+    def commit(self) -> PublishedImage | None:
+        """Publish what is visible and write it; returns the image published, if any."""
+        self.loader.flush()
+        image, self._latest = self._latest, None
+        batches, self._batches = self._batches, []
+        self.sink.write(image, self.recorder.take(), batches)
+        return image
