@@ -81,12 +81,13 @@ class DeltaSink:
 
     def write(
         self, image: PublishedImage | None, versions: Sequence[RowVersion], batches: Sequence[RecordBatch]
-    ) -> None:
-        """Make `image` (None: nothing published, e.g. a transaction still open) and its rows durable."""
+    ) -> bool:
+        """Make `image` (None: nothing published, e.g. a transaction still open) and its rows durable.
+        True when this call added the image's `images` row (False: nothing new to publish)."""
         if batches:
             self._append_batches(batches)
         if image is None:
-            return
+            return False
         provenance = image.provenance
         by_table: dict[str, list[RowVersion]] = {}
         for version in versions:
@@ -94,8 +95,10 @@ class DeltaSink:
         for table, table_versions in by_table.items():
             self._write_history(table, table_versions, provenance)
             self._merge_current(table, table_versions, provenance)
-        if provenance.offset > self.last_published():
-            self._append_image(image)
+        if provenance.offset <= self.last_published():
+            return False
+        self._append_image(image)
+        return True
 
     def _append_batches(self, batches: Sequence[RecordBatch]) -> None:
         through = self.written_through(BATCHES)

@@ -59,9 +59,8 @@ class MetadataPipeline:
         self.commit()
 
     def commit(self) -> PublishedImage | None:
-        """Publish what is visible and write it; returns the image published, if any."""
+        """Publish what is visible and write it; returns the image newly published, if any."""
         self.loader.flush()
         image, self._latest = self._latest, None
         batches, self._batches = self._batches, []
-        self.sink.write(image, self.recorder.take(), batches)
-        return image
+        return image if self.sink.write(image, self.recorder.take(), batches) else None
