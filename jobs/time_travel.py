@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from image_schema.rebuild import image_from_rows
 from image_schema.tables import TABLES, Row
-from jobs.warehouse import BATCHES, IMAGES, Warehouse, history_name
+from jobs.warehouse import BATCHES, IMAGES, Warehouse, history_name, history_schema
 from replay.canonical import canonical_json
 from replay.image import MetadataImage, Provenance
 
@@ -107,8 +107,7 @@ def changes_between(warehouse: Warehouse, from_offset: int, to_offset: int) -> d
     result = {}
     for name in TABLES:
         rows = _history_rows(warehouse, name, pinned[history_name(name)], from_offset, to_offset)
-        table = history_name(name)
-        result[name] = pa.Table.from_pylist(rows, schema=warehouse.table(table).schema().to_arrow())
+        result[name] = pa.Table.from_pylist(rows, schema=history_schema(name))
     return result
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -19,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kraftlake.commands.dump",
     "kraftlake.commands.broker",
     "kraftlake.commands.replay",
+    "kraftlake.commands.warehouse",
 )
 
 
@@ -41,5 +43,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
+def entry() -> None:
+    """Console-script entry: exits without interpreter teardown once output is flushed, because delta-rs's
+    native runtime can abort the process while Python finalizes (seen as SIGABRT after a clean run)."""
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
