@@ -18,6 +18,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from image_schema.changes import RowVersion
 from image_schema.tables import TABLES, Row
+from jobs.failpoints import failpoint
 from jobs.warehouse import BATCHES, BATCHES_SCHEMA, IMAGES, IMAGES_SCHEMA, Warehouse, history_name, history_schema
 from records import RecordBatch
 from replay.image import Provenance
@@ -86,6 +87,7 @@ class DeltaSink:
         True when this call added the image's `images` row (False: nothing new to publish)."""
         if batches:
             self._append_batches(batches)
+            failpoint("sink.after_batches")
         if image is None:
             return False
         provenance = image.provenance
@@ -94,10 +96,13 @@ class DeltaSink:
             by_table.setdefault(version.table, []).append(version)
         for table, table_versions in by_table.items():
             self._write_history(table, table_versions, provenance)
+            failpoint("sink.between_history_and_current")
             self._merge_current(table, table_versions, provenance)
+            failpoint("sink.after_table")
         if provenance.offset <= self.last_published():
             return False
         self._append_image(image)
+        failpoint("sink.after_image")
         return True
 
     def _append_batches(self, batches: Sequence[RecordBatch]) -> None:
