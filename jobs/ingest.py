@@ -43,8 +43,8 @@ def ingest(
     first_offset = None
     for source in sources:
         if source.snapshot is not None:
-            pipeline.load_snapshot(read_batches(source.path), source.snapshot, str(source.path))
-            published += 1
+            snapshot = pipeline.load_snapshot(read_batches(source.path), source.snapshot, str(source.path))
+            published += snapshot is not None
             first_offset = source.snapshot.end_offset - 1 if first_offset is None else first_offset
         else:
             last_commit = pipeline.loaded_offset

@@ -54,13 +54,19 @@ class MetadataPipeline:
         self._batches.append(batch)
         return True
 
-    def load_snapshot(self, batches: Iterable[RecordBatch], snapshot_id: SnapshotId, source: str) -> None:
+    def load_snapshot(
+        self, batches: Iterable[RecordBatch], snapshot_id: SnapshotId, source: str
+    ) -> PublishedImage | None:
+        """Replace the image by a snapshot's and publish it as such (its `images` row says snapshot)."""
         self.loader.load_snapshot(batches, snapshot_id, source)
-        self.commit()
+        return self._write()
 
     def commit(self) -> PublishedImage | None:
         """Publish what is visible and write it; returns the image newly published, if any."""
         self.loader.flush()
+        return self._write()
+
+    def _write(self) -> PublishedImage | None:
         image, self._latest = self._latest, None
         batches, self._batches = self._batches, []
         return image if self.sink.write(image, self.recorder.take(), batches) else None

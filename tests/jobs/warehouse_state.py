@@ -1,0 +1,24 @@
+"""What a warehouse holds, in a comparable form: the equality that recovery tests assert."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jobs.warehouse import BATCHES, IMAGES, Warehouse, all_tables
+
+
+def _sorted_rows(warehouse: Warehouse, name: str, drop: tuple[str, ...] = ()) -> list[str]:
+    rows = warehouse.table(name).to_pyarrow_table().to_pylist()
+    return sorted(json.dumps({k: v for k, v in row.items() if k not in drop}, sort_keys=True) for row in rows)
+
+
+def warehouse_contents(warehouse: Warehouse) -> dict[str, Any]:
+    """Every table's rows (order-free), the published image offsets (sorted, duplicates kept), the batches."""
+    contents: dict[str, Any] = {
+        name: _sorted_rows(warehouse, name) for name in all_tables() if name not in (IMAGES, BATCHES)
+    }
+    contents[BATCHES] = _sorted_rows(warehouse, BATCHES)
+    images = warehouse.table(IMAGES).to_pyarrow_table().to_pylist()
+    contents["image_offsets"] = sorted(row["offset"] for row in images)
+    return contents
