@@ -153,8 +153,9 @@ class BatchLoader:
         manifest = Manifest(provenance, self.num_batches, self.num_bytes)
         delta = self.delta
         image = delta.apply(provenance)
+        seen = self.has_seen_record  # as Kafka: the records just loaded count, before the reset recomputes it
         self.reset_to_image(image)
-        if self._publish is not None and self.has_seen_record:
+        if self._publish is not None and seen:
             self._publish(delta, image, manifest)
 
     def load_snapshot(self, batches: Iterable[RecordBatch], snapshot_id: SnapshotId, source: str | None = None) -> None:
