@@ -128,3 +128,77 @@ class Recorder:
 
     def __len__(self) -> int:
         return len(self.updates)
+
+
+def rich_records() -> list[Any]:
+    """A valid record list touching every sub-image, with changes and removals of each kind of entity."""
+    broker = [
+        mt.RegisterBrokerRecord(
+            broker_id=b, broker_epoch=10 + b, incarnation_id=uuid(500 + b), fenced=True, rack=f"r{b % 2}",
+            end_points=(mt.BrokerEndpoint(name="PLAINTEXT", host=f"b{b}", port=9092, security_protocol=0),),
+            features=(mt.BrokerFeature(name="metadata.version", min_supported_version=7, max_supported_version=29),),
+            log_dirs=(uuid(600 + b),),
+        )
+        for b in range(3)
+    ]
+    entity = (mt.EntityData(entity_type="user", entity_name="alice"),)
+    return [
+        MV(21),
+        mt.FeatureLevelRecord(name="group.version", feature_level=1),
+        mt.FeatureLevelRecord(name="transaction.version", feature_level=2),
+        mt.ZkMigrationStateRecord(zk_migration_state=0),
+        mt.ConfigRecord(resource_type=4, resource_name="", name="min.insync.replicas", value="2"),
+        *broker,
+        mt.RegisterControllerRecord(controller_id=3000, incarnation_id=uuid(700)),
+        mt.UnfenceBrokerRecord(id=0, epoch=10),
+        mt.BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=11, fenced=-1, in_controlled_shutdown=0),
+        N(),
+        T("orders", uuid(800)),
+        P("orders", 0, (0, 1, 2), topic_id=uuid(800)),
+        P("orders", 1, (1, 2, 0), topic_id=uuid(800)),
+        mt.ConfigRecord(resource_type=2, resource_name="orders", name="retention.ms", value="1000"),
+        T("audit", uuid(801)),
+        P("audit", 0, (2, 0), topic_id=uuid(801)),
+        change("orders", 0, topic_id=uuid(800), isr=(0, 1)),
+        change("orders", 0, topic_id=uuid(800), leader=1),
+        change("orders", 1, topic_id=uuid(800), replicas=(1, 2, 0, 3), adding_replicas=(3,)),
+        change("audit", 0, topic_id=uuid(801), isr=(2,), eligible_leader_replicas=(0,), last_known_elr=(0,)),
+        mt.ClearElrRecord(topic_name="audit"),
+        change("audit", 0, topic_id=uuid(801), eligible_leader_replicas=(0,)),
+        mt.ClearElrRecord(topic_name=""),
+        mt.FenceBrokerRecord(id=0, epoch=10),
+        mt.BrokerRegistrationChangeRecord(broker_id=2, broker_epoch=12, fenced=0, in_controlled_shutdown=1),
+        mt.UnregisterBrokerRecord(broker_id=2, broker_epoch=12),
+        mt.ProducerIdsRecord(broker_id=0, broker_epoch=10, next_producer_id=1000),
+        mt.ClientQuotaRecord(entity=entity, key="producer_byte_rate", value=1024.0, remove=False),
+        mt.ClientQuotaRecord(entity=entity, key="consumer_byte_rate", value=2048.0, remove=False),
+        mt.AccessControlEntryRecord(id=uuid(900), resource_type=2, resource_name="orders", pattern_type=3,
+                                    principal="User:alice", host="*", operation=3, permission_type=3),
+        mt.AccessControlEntryRecord(id=uuid(901), resource_type=2, resource_name="audit", pattern_type=3,
+                                    principal="User:bob", host="*", operation=2, permission_type=3),
+        mt.UserScramCredentialRecord(name="alice", mechanism=1, salt=b"s1", stored_key=b"k1", server_key=b"v1",
+                                     iterations=4096),
+        mt.UserScramCredentialRecord(name="bob", mechanism=2, salt=b"s2", stored_key=b"k2", server_key=b"v2",
+                                     iterations=8192),
+        mt.DelegationTokenRecord(owner="User:alice", requester="User:alice", renewers=("User:bob",),
+                                 issue_timestamp=1, max_timestamp=100, expiration_timestamp=50, token_id="tok1"),
+        mt.DelegationTokenRecord(owner="User:bob", requester="User:bob", renewers=(), issue_timestamp=2,
+                                 max_timestamp=200, expiration_timestamp=60, token_id="tok2"),
+        N(),
+        mt.RemoveTopicRecord(topic_id=uuid(800)),
+        T("orders", uuid(802)),
+        P("orders", 0, (2, 1), topic_id=uuid(802)),
+        mt.ConfigRecord(resource_type=2, resource_name="orders", name="cleanup.policy", value="compact"),
+        mt.ConfigRecord(resource_type=4, resource_name="", name="min.insync.replicas", value=None),
+        mt.ConfigRecord(resource_type=4, resource_name="1", name="log.retention.ms", value="5"),
+        mt.ClientQuotaRecord(entity=entity, key="producer_byte_rate", value=0.0, remove=True),
+        mt.RemoveAccessControlEntryRecord(id=uuid(901)),
+        mt.RemoveUserScramCredentialRecord(name="bob", mechanism=2),
+        mt.RemoveDelegationTokenRecord(token_id="tok2"),
+        mt.FeatureLevelRecord(name="group.version", feature_level=0),
+        mt.ProducerIdsRecord(broker_id=1, broker_epoch=11, next_producer_id=2000),
+        mt.RegisterBrokerRecord(broker_id=0, broker_epoch=20, incarnation_id=uuid(503), fenced=False, rack=None),
+        mt.RegisterControllerRecord(controller_id=3001, incarnation_id=uuid(701)),
+        change("orders", 0, topic_id=uuid(802), leader=-1, isr=(2,), leader_recovery_state=1),
+        N(),
+    ]
