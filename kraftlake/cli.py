@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kraftlake.commands.broker",
     "kraftlake.commands.replay",
     "kraftlake.commands.warehouse",
+    "kraftlake.commands.quorum",
 )
 
 

@@ -10,7 +10,7 @@ leader counts its own end offset only once flushed: the high watermark is always
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,8 +112,10 @@ class RaftNode:
         rng: random.Random,
         now: float,
         bugs: BugFlags | None = None,
+        timestamp_of: Callable[[float], int] = int,
     ) -> None:
         self.config = config
+        self.timestamp_of = timestamp_of  # clock value -> batch timestamp (epoch ms); the identity in simulation
         self.log = log
         self.store = store
         self.rng = rng
@@ -248,7 +250,8 @@ class RaftNode:
         state = self.state
         if not isinstance(state, Leader):
             raise NotLeaderError(self.leader_id, self.epoch)
-        last = self._append_as_leader(state, messages, int(now if timestamp_ms is None else timestamp_ms), False)
+        timestamp = self.timestamp_of(now) if timestamp_ms is None else timestamp_ms
+        last = self._append_as_leader(state, messages, timestamp, False)
         self._poll(now)
         return last
 
@@ -435,7 +438,7 @@ class RaftNode:
             voters=tuple(Voter(voter_id=voter) for voter in self.config.voters),
             granting_voters=tuple(Voter(voter_id=voter) for voter in sorted(candidate.granted)),
         )
-        self._append_as_leader(state, [change], int(now), True)
+        self._append_as_leader(state, [change], self.timestamp_of(now), True)
         self._send_begin_epoch(now, state)
 
     def _append_as_leader(self, state: Leader, messages: Sequence[Any], timestamp_ms: int, control: bool) -> int:

@@ -1,0 +1,242 @@
+"""The quorum as a state machine sees it (KRaft's RaftClient): append records and await their commit,
+listen for committed batches, snapshot loads and leader changes, write snapshots.
+
+`RaftClient` is also the real-process driver of the I/O-free core: one asyncio task feeds it inbound
+messages, client appends and clock ticks, fsyncs the log after each round of inputs (so concurrent appends
+share one fsync), and hands outbound messages to the transport's `send` callable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from quorum.log import DEFAULT_SEGMENT_BYTES, RaftLog, SegmentStorage
+from quorum.messages import Envelope, RaftMessage, SnapshotRef
+from quorum.quorum_state import FileElectionStore
+from quorum.raft import NotLeaderError, RaftConfig, RaftNode
+from quorum.snapshots import snapshot_data_batches
+from quorum.state import Role
+from records import RecordBatch, decode_batch
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotReader:
+    """A snapshot handed to a listener: its id and its state-machine batches, decoded on demand."""
+
+    snapshot: SnapshotRef
+    data: bytes
+
+    def batches(self) -> Iterator[RecordBatch]:
+        return snapshot_data_batches(self.data)
+
+
+class RaftListener(Protocol):
+    """What a state machine implements. Callbacks run on the quorum's event loop, in offset order."""
+
+    def handle_commit(self, batches: list[RecordBatch]) -> None: ...
+
+    def handle_load_snapshot(self, reader: SnapshotReader) -> None: ...
+
+    def handle_leader_change(self, leader_id: int | None, epoch: int) -> None: ...
+
+
+def monotonic_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+class RaftClient:
+    """One node of the quorum in a real process: durable storage under `data_dir`, driven by asyncio."""
+
+    def __init__(
+        self,
+        config: RaftConfig,
+        data_dir: Path,
+        send: Callable[[Envelope], None],
+        *,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        rng: random.Random | None = None,
+    ) -> None:
+        wall_minus_monotonic = time.time() * 1000.0 - monotonic_ms()
+        self.storage = SegmentStorage(data_dir, segment_bytes)
+        self.core = RaftNode(
+            config,
+            RaftLog(self.storage),
+            FileElectionStore(data_dir, config.voters),
+            rng or random.Random(),
+            monotonic_ms(),
+            timestamp_of=lambda now: int(now + wall_minus_monotonic),
+        )
+        self._send = send
+        self._listeners: list[RaftListener] = []
+        self._inbox: asyncio.Queue[tuple[int, RaftMessage]] = asyncio.Queue()
+        self._wakeup = asyncio.Event()
+        self._pending: dict[int, tuple[int, asyncio.Future[int]]] = {}  # last offset -> (epoch, future)
+        self._delivered_end = 0
+        self._snapshot_delivered: SnapshotRef | None = None
+        self._known_leader: tuple[int | None, int] = (None, -1)
+        self._task: asyncio.Task[None] | None = None
+
+    # -- the API a state machine uses ---------------------------------------------------------------------
+
+    def register(self, listener: RaftListener) -> None:
+        """Register before `start`: the listener then sees the whole committed history from the start."""
+        self._listeners.append(listener)
+
+    @property
+    def node_id(self) -> int:
+        return self.core.config.node_id
+
+    @property
+    def leader_id(self) -> int | None:
+        return self.core.leader_id
+
+    @property
+    def epoch(self) -> int:
+        return self.core.epoch
+
+    @property
+    def high_watermark(self) -> int:
+        return self.core.high_watermark
+
+    def append(self, messages: Sequence[Any]) -> asyncio.Future[int]:
+        """Append one batch; the future completes with its last offset once committed, or fails with
+        NotLeaderError (naming the known leader) if this node is not, or stops being, the leader."""
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        try:
+            last_offset = self.core.append(monotonic_ms(), messages)
+        except NotLeaderError as error:
+            future.set_exception(error)
+            return future
+        self._pending[last_offset] = (self.core.epoch, future)
+        self._wakeup.set()
+        return future
+
+    def create_snapshot(self, end_offset: int, messages: Sequence[Any], timestamp_ms: int) -> SnapshotRef:
+        """The snapshot hook: the state machine passes its records as of `end_offset` (committed, exclusive)."""
+        return self.core.create_snapshot(end_offset, messages, timestamp_ms)
+
+    def resign(self) -> None:
+        """Graceful hand-off: resign and tell the voters (EndQuorumEpoch) who should succeed."""
+        self.core.resign(monotonic_ms())
+        self._wakeup.set()
+
+    def describe(self) -> dict[str, Any]:
+        """This node's view, like kafka-metadata-quorum describe --status/--replication (leader only)."""
+        core = self.core
+        view: dict[str, Any] = {
+            "nodeId": self.node_id,
+            "role": core.role.value,
+            "leaderId": core.leader_id,
+            "leaderEpoch": core.epoch,
+            "highWatermark": core.high_watermark,
+            "logStartOffset": core.log.start_offset,
+            "logEndOffset": core.log.end_offset,
+            "voters": list(core.config.voters),
+        }
+        if core.role is Role.LEADER:
+            end = core.log.end_offset
+            now = monotonic_ms()
+            state = core.state
+            replicas = []
+            for voter, offset in sorted(core.replica_end_offsets().items()):
+                progress = getattr(state, "replicas", {}).get(voter)
+                last_fetch = None if progress is None or progress.last_fetch_ms is None else progress.last_fetch_ms
+                replicas.append({
+                    "nodeId": voter,
+                    "logEndOffset": offset,
+                    "lag": end - offset if offset >= 0 else None,
+                    "lastFetchMsAgo": 0 if voter == self.node_id else (
+                        None if last_fetch is None else round(now - last_fetch)
+                    ),
+                })
+            view["replicas"] = replicas
+        return view
+
+    # -- driving the core ------------------------------------------------------------------------------------
+
+    def deliver(self, source: int, message: RaftMessage) -> None:
+        """Called by the transport for every inbound Raft message."""
+        self._inbox.put_nowait((source, message))
+
+    def start(self) -> None:
+        self._after_step()
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self.storage.close()
+
+    async def _run(self) -> None:
+        while True:
+            timeout = max(0.0, (self.core.next_deadline(monotonic_ms()) - monotonic_ms()) / 1000.0)
+            inbox_wait = asyncio.ensure_future(self._inbox.get())
+            wakeup_wait = asyncio.ensure_future(self._wakeup.wait())
+            done, pending = await asyncio.wait(
+                {inbox_wait, wakeup_wait}, timeout=min(timeout, 3600.0), return_when=asyncio.FIRST_COMPLETED
+            )
+            for task in pending:
+                task.cancel()
+            self._wakeup.clear()
+            now = monotonic_ms()
+            if inbox_wait in done:
+                self.core.handle(now, *inbox_wait.result())
+            while not self._inbox.empty():
+                self.core.handle(monotonic_ms(), *self._inbox.get_nowait())
+            self.core.tick(monotonic_ms())
+            self._after_step()
+
+    def _after_step(self) -> None:
+        """Send, fsync, let the core count the flushed tail, send again, then notify listeners."""
+        for envelope in self.core.take_outbox():
+            self._send(envelope)
+        if self.core.log.flushed_end_offset < self.core.log.end_offset:
+            self.core.log.flush()
+            self.core.on_flushed(monotonic_ms())
+            for envelope in self.core.take_outbox():
+                self._send(envelope)
+        self._notify()
+
+    def _notify(self) -> None:
+        core = self.core
+        log = core.log
+        if log.snapshot is not None and log.snapshot_data is not None and (
+            self._delivered_end < log.start_offset and log.snapshot != self._snapshot_delivered
+        ):
+            reader = SnapshotReader(log.snapshot, log.snapshot_data)
+            for listener in self._listeners:
+                listener.handle_load_snapshot(reader)
+            self._snapshot_delivered = log.snapshot
+            self._delivered_end = log.snapshot.end_offset
+        if core.high_watermark > self._delivered_end:
+            entries = log.entries_between(self._delivered_end, core.high_watermark)
+            batches = [decode_batch(entry.data, "<raft log>") for entry in entries]
+            self._delivered_end = core.high_watermark
+            if batches:
+                for listener in self._listeners:
+                    listener.handle_commit(batches)
+        for last_offset in sorted(self._pending):
+            if last_offset >= core.high_watermark:
+                break
+            _, future = self._pending.pop(last_offset)
+            if not future.done():
+                future.set_result(last_offset)
+        leadership = (core.leader_id, core.epoch)
+        if leadership != self._known_leader:
+            self._known_leader = leadership
+            for last_offset, (epoch, future) in list(self._pending.items()):
+                if core.role is not Role.LEADER or core.epoch != epoch:
+                    del self._pending[last_offset]
+                    if not future.done():
+                        future.set_exception(NotLeaderError(core.leader_id, core.epoch))
+            for listener in self._listeners:
+                listener.handle_leader_change(*leadership)

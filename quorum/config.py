@@ -1,0 +1,69 @@
+"""The quorum's configuration file (`conf/quorum.toml`): voters with their host:port, data root, timeouts."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from kraftlake.errors import UserFacingError
+from quorum.log import DEFAULT_SEGMENT_BYTES
+from quorum.raft import RaftConfig
+
+DEFAULT_CONFIG = Path("conf/quorum.toml")
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumConfig:
+    voters: dict[int, tuple[str, int]]
+    data_dir: Path
+    election_timeout_ms: float = 1000.0
+    fetch_timeout_ms: float = 2000.0
+    request_timeout_ms: float = 2000.0
+    fetch_max_wait_ms: float = 500.0
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
+
+    def raft_config(self, node_id: int) -> RaftConfig:
+        if node_id not in self.voters:
+            raise UserFacingError(f"node {node_id} is not a voter in the configuration ({sorted(self.voters)})")
+        return RaftConfig(
+            node_id=node_id,
+            voters=tuple(sorted(self.voters)),
+            election_timeout_ms=self.election_timeout_ms,
+            fetch_timeout_ms=self.fetch_timeout_ms,
+            request_timeout_ms=self.request_timeout_ms,
+            fetch_max_wait_ms=self.fetch_max_wait_ms,
+        )
+
+    def node_dir(self, node_id: int) -> Path:
+        return self.data_dir / f"node-{node_id}"
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise UserFacingError(f"bad address {text!r}: expected host:port")
+    return host, int(port)
+
+
+def load_config(path: Path) -> QuorumConfig:
+    """Read the TOML file; relative data dirs are taken from the current directory, like the CLI's paths."""
+    try:
+        document = tomllib.loads(path.read_text())
+    except OSError as error:
+        raise UserFacingError(f"cannot read quorum config {path}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise UserFacingError(f"{path}: {error}") from None
+    settings = document.get("quorum", {})
+    voters = {int(node_id): parse_address(address) for node_id, address in document.get("voters", {}).items()}
+    if not voters:
+        raise UserFacingError(f"{path}: no [voters] configured")
+    return QuorumConfig(
+        voters=voters,
+        data_dir=Path(settings.get("data_dir", "run/quorum")),
+        election_timeout_ms=float(settings.get("election_timeout_ms", 1000)),
+        fetch_timeout_ms=float(settings.get("fetch_timeout_ms", 2000)),
+        request_timeout_ms=float(settings.get("request_timeout_ms", 2000)),
+        fetch_max_wait_ms=float(settings.get("fetch_max_wait_ms", 500)),
+        segment_bytes=int(settings.get("segment_bytes", DEFAULT_SEGMENT_BYTES)),
+    )
