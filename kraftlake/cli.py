@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kraftlake.commands.replay",
     "kraftlake.commands.warehouse",
     "kraftlake.commands.quorum",
+    "kraftlake.commands.materialize",
 )
 
 

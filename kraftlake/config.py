@@ -29,3 +29,26 @@ def resolve_bootstrap(explicit: str | None, data_dir: Path | None = None) -> str
         f"no Kafka broker given and no local broker running on {local_dir}: pass --bootstrap-servers "
         f"HOST:PORT, set {BOOTSTRAP_ENV}, or start the local one with `kraftlake broker start`"
     )
+
+
+DEFAULT_CONFIG = Path("conf/kraftlake.toml")
+
+
+def load_section(section: str, path: Path | None = None) -> dict[str, object]:
+    """One table of the TOML config (`conf/kraftlake.toml` by default; missing file: no defaults)."""
+    import tomllib
+
+    config_path = path or DEFAULT_CONFIG
+    if not config_path.exists():
+        if path is not None:
+            raise UserFacingError(f"{path}: no such config file")
+        return {}
+    try:
+        with config_path.open("rb") as handle:
+            document = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as error:
+        raise UserFacingError(f"{config_path}: {error}") from None
+    value = document.get(section, {})
+    if not isinstance(value, dict):
+        raise UserFacingError(f"{config_path}: [{section}] must be a table")
+    return value

@@ -1,0 +1,201 @@
+"""The streaming job: the metadata topic, replayed into Delta tables, one published image per micro-batch.
+
+    spark-submit jobs/materialize.py --bootstrap-servers HOST:PORT --topic T --warehouse W --checkpoint C
+
+Each Kafka message is one committed Raft batch (value: RecordBatch v2 bytes, key: base offset). In
+`foreachBatch` the driver decodes the micro-batch, orders it by metadata offset, drops batches it has
+already applied, replays the rest (transactions folded, across micro-batches too) and writes the image.
+The replay state lives in the driver between micro-batches; after a restart it is rebuilt by reading the
+topic up to where Spark resumes (the Delta sink skips everything already written), so a job SIGKILLed at
+any point and restarted ends with the same tables as one that never stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from jobs.kafka_source import SOURCE_NAME, KafkaSource
+from jobs.pipeline import MetadataPipeline
+from jobs.warehouse import Warehouse
+from records import RecordBatch, decode_batch
+from records.errors import RecordFormatError
+from replay.errors import ReplayError
+
+REBUILD_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class MaterializeConfig:
+    bootstrap_servers: str
+    topic: str
+    warehouse: Path
+    checkpoint: Path
+    trigger_seconds: float = 1.0
+    available_now: bool = False
+    max_offsets_per_trigger: int | None = None
+
+
+class MaterializeError(Exception):
+    """A bad batch or record in the topic: the job stops with what and where, nothing past it published."""
+
+
+def decode_messages(topic: str, messages: Iterable[tuple[int, bytes]]) -> list[RecordBatch]:
+    """(Kafka offset, value) pairs to batches in metadata-offset order; a bad value names both offsets."""
+    batches = []
+    for kafka_offset, value in messages:
+        try:
+            batches.append(decode_batch(value, source=f"topic {topic} message at Kafka offset {kafka_offset}"))
+        except RecordFormatError as error:
+            raise MaterializeError(str(error)) from None
+    return sorted(batches, key=lambda batch: batch.base_offset)
+
+
+class MicroBatchWriter:
+    """The foreachBatch function. Runs in the driver, so the replay state survives between micro-batches."""
+
+    def __init__(self, config: MaterializeConfig) -> None:
+        self.config = config
+        self.pipeline: MetadataPipeline | None = None
+        self.failure: str | None = None
+
+    def __call__(self, frame: Any, batch_id: int) -> None:
+        rows = frame.select("offset", "value").toArrow().sort_by("offset").to_pylist()
+        messages = [(row["offset"], row["value"]) for row in rows]
+        try:
+            if self.pipeline is None:
+                if not messages:
+                    return
+                self.pipeline = MetadataPipeline(Warehouse(self.config.warehouse))
+                self._catch_up(self.pipeline, before_kafka_offset=messages[0][0])
+            self._apply(self.pipeline, messages)
+        except (MaterializeError, ReplayError) as error:
+            self.failure = str(error)
+            raise
+
+    def _apply(self, pipeline: MetadataPipeline, messages: list[tuple[int, bytes]]) -> None:
+        """Load the messages' batches (already applied ones are dropped), then write what became visible."""
+        for batch in decode_messages(self.config.topic, messages):
+            pipeline.load(batch, source=f"topic {self.config.topic}")
+        pipeline.commit()
+
+    def _catch_up(self, pipeline: MetadataPipeline, before_kafka_offset: int) -> None:
+        """Replay what earlier runs of the job consumed (Kafka offsets before `before_kafka_offset`)."""
+        chunk: list[tuple[int, bytes]] = []
+        for message in read_topic(self.config, before_kafka_offset):
+            chunk.append(message)
+            if len(chunk) >= 10_000:
+                self._apply(pipeline, chunk)
+                chunk = []
+        self._apply(pipeline, chunk)
+
+
+def read_topic(config: MaterializeConfig, end_kafka_offset: int) -> Iterator[tuple[int, bytes]]:
+    """(Kafka offset, value) of partition 0 from the start up to `end_kafka_offset` (exclusive)."""
+    if end_kafka_offset <= 0:
+        return
+    consumer = Consumer({
+        "bootstrap.servers": config.bootstrap_servers,
+        "group.id": f"kraftlake-rebuild-{os.getpid()}",
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+    })
+    try:
+        consumer.assign([TopicPartition(config.topic, 0, 0)])
+        position = 0
+        while position < end_kafka_offset:
+            message = consumer.poll(REBUILD_TIMEOUT_S)
+            if message is None:
+                raise MaterializeError(
+                    f"rebuilding state: no message from {config.bootstrap_servers} topic {config.topic} "
+                    f"at Kafka offset {position} within {REBUILD_TIMEOUT_S:.0f} s"
+                )
+            if message.error():
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise MaterializeError(f"rebuilding state from {config.bootstrap_servers}: {message.error()}")
+            position = message.offset() + 1
+            if message.offset() < end_kafka_offset:
+                yield message.offset(), message.value()
+    finally:
+        consumer.close()
+
+
+def start_query(spark: Any, config: MaterializeConfig, writer: MicroBatchWriter) -> Any:
+    spark.dataSource.register(KafkaSource)
+    reader = (
+        spark.readStream.format(SOURCE_NAME)
+        .option("bootstrap.servers", config.bootstrap_servers)
+        .option("topic", config.topic)
+        .option("startingOffsets", "earliest")
+    )
+    if config.max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(config.max_offsets_per_trigger))
+    stream = reader.load().writeStream.foreachBatch(writer).option("checkpointLocation", str(config.checkpoint))
+    if config.available_now:
+        stream = stream.trigger(availableNow=True)
+    else:
+        stream = stream.trigger(processingTime=f"{config.trigger_seconds} seconds")
+    return stream.queryName("kraftlake-materialize").start()
+
+
+def local_spark(app_name: str = "kraftlake-materialize") -> Any:
+    """A local SparkSession whose Python workers run this interpreter (the venv's), quiet."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.appName(app_name)
+        .master(os.environ.get("KRAFTLAKE_SPARK_MASTER", "local[2]"))
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def run(config: MaterializeConfig, spark: Any | None = None) -> None:
+    """Run the job until it is stopped (or, with `available_now`, until the topic is drained)."""
+    spark = spark or local_spark()
+    writer = MicroBatchWriter(config)
+    query = start_query(spark, config, writer)
+    try:
+        query.awaitTermination()
+    except Exception as error:
+        raise MaterializeError(writer.failure or f"the streaming query failed: {error}") from None
+
+
+def parse_args(argv: list[str] | None) -> MaterializeConfig:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap-servers", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--warehouse", type=Path, required=True)
+    parser.add_argument("--checkpoint", type=Path, required=True)
+    parser.add_argument("--trigger-seconds", type=float, default=1.0)
+    parser.add_argument("--available-now", action="store_true", help="drain the topic, then stop")
+    parser.add_argument("--max-offsets-per-trigger", type=int)
+    args = parser.parse_args(argv)
+    return MaterializeConfig(**vars(args))
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        run(parse_args(argv))
+    except MaterializeError as error:
+        print(f"materialize: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
