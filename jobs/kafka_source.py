@@ -10,7 +10,8 @@ broker has none).
         .option("topic", "metadata").option("maxOffsetsPerTrigger", "10000").load()
 
 Options: `bootstrap.servers` and `topic` (required); `startingOffsets` = `earliest` (default: the metadata
-log is only useful from its start, unlike Spark's Kafka source whose default is `latest`) or `latest`;
+log is only useful from its start, unlike Spark's Kafka source whose default is `latest`) or `latest`,
+for a query without a checkpoint;
 `maxOffsetsPerTrigger` (per micro-batch, split over partitions by their backlog); `timeoutMs` (default
 30000: the longest any single Kafka request or read may go without progress before the query fails with
 an error naming the bootstrap servers, instead of hanging on a broker that is down); and any `kafka.X`
@@ -59,6 +60,8 @@ ARROW_SCHEMA = pa.schema(
 BATCH_ROWS = 10_000
 BATCH_BYTES = 64 << 20
 STARTING_OFFSETS = ("earliest", "latest")
+# Connection trouble that librdkafka reports but also retries by itself.
+_TRANSIENT = frozenset({KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT})
 
 Offsets = dict[str, Any]
 
@@ -270,12 +273,12 @@ def _read_range(options: KafkaSourceOptions, task: KafkaRange) -> Iterator[pa.Re
         rows = _Rows(task.partition)
         last_progress = time.monotonic()
         while position < task.end:
-            messages = consumer.consume(num_messages=min(BATCH_ROWS, task.end - position), timeout=0.5)
-            for message in messages:
+            before = position
+            for message in consumer.consume(num_messages=min(BATCH_ROWS, task.end - position), timeout=0.5):
                 position = _take(message, task, rows, position, where)
                 if position >= task.end:
                     break
-            if messages:
+            if position > before:
                 last_progress = time.monotonic()
             elif time.monotonic() - last_progress > options.timeout_s:
                 raise KafkaSourceError(
@@ -296,6 +299,8 @@ def _take(message: Message, task: KafkaRange, rows: _Rows, position: int, where:
     if error is not None:
         if error.code() == KafkaError._PARTITION_EOF:
             return max(position, message.offset())
+        if error.code() in _TRANSIENT or error.retriable():  # librdkafka retries; the timeout bounds it
+            return position
         raise KafkaSourceError(f"{where}: reading from offset {position} failed: {error.str()}")
     offset = message.offset()
     if offset >= task.end:

@@ -9,8 +9,16 @@ import pytest
 from confluent_kafka import Producer
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-from jobs.kafka_source import KafkaSource, KafkaSourceError, KafkaSourceOptions
+from jobs.kafka_source import (
+    KafkaRange,
+    KafkaSource,
+    KafkaSourceError,
+    KafkaSourceOptions,
+    KafkaStreamReader,
+    _cap,
+)
 from kraftlake.broker import LocalBroker
 from tests.fixtures.broker import create_topic, numbered, produce
 
@@ -144,9 +152,6 @@ def test_transactions_read_committed_with_markers_at_range_ends(
         Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{name}-{topic}"})
         for name in ("writer", "aborter")
     )
-    for producer in (writer, aborter):
-        producer.init_transactions(30)
-
     def transaction(producer: Producer, messages: list[tuple[bytes, bytes]], outcome: str) -> None:
         producer.begin_transaction()
         for key, value in messages:
@@ -157,15 +162,49 @@ def test_transactions_read_committed_with_markers_at_range_ends(
         elif outcome == "abort":
             producer.abort_transaction(30)
 
-    transaction(writer, numbered(0, 5), "commit")  # offsets 0-4, marker 5
-    transaction(aborter, numbered(5, 8), "abort")  # offsets 6-8, marker 9
-    transaction(writer, numbered(8, 10), "commit")  # offsets 10-11, marker 12
-    transaction(writer, numbered(10, 12), "open")  # offsets 13-14, not stable yet
-    options = {"bootstrap.servers": bootstrap, "topic": topic, "maxOffsetsPerTrigger": "3"}
+    try:
+        for producer in (writer, aborter):
+            producer.init_transactions(30)
+        transaction(writer, numbered(0, 5), "commit")  # offsets 0-4, marker 5
+        transaction(aborter, numbered(5, 8), "abort")  # offsets 6-8, marker 9
+        transaction(writer, numbered(8, 10), "commit")  # offsets 10-11, marker 12
+        transaction(writer, numbered(10, 12), "open")  # offsets 13-14, not stable yet
+        options = {"bootstrap.servers": bootstrap, "topic": topic, "maxOffsetsPerTrigger": "3"}
 
-    rows = flat(run_available_now(spark, tmp_path / "checkpoint", options))
-    assert rows == [*expected_rows(0, 5), (0, 10, b"k8", b"value-8"), (0, 11, b"k9", b"value-9")]
+        rows = flat(run_available_now(spark, tmp_path / "checkpoint", options))
+        assert rows == [*expected_rows(0, 5), (0, 10, b"k8", b"value-8"), (0, 11, b"k9", b"value-9")]
 
-    writer.commit_transaction(30)
-    rows = flat(run_available_now(spark, tmp_path / "checkpoint", options))
-    assert rows == [(0, 13, b"k10", b"value-10"), (0, 14, b"k11", b"value-11")]
+        writer.commit_transaction(30)
+        rows = flat(run_available_now(spark, tmp_path / "checkpoint", options))
+        assert rows == [(0, 13, b"k10", b"value-10"), (0, 14, b"k11", b"value-11")]
+    finally:
+        writer.close()
+        aborter.close()
+
+
+def test_reading_from_a_stopped_broker_fails_with_its_address(tmp_path: Path) -> None:
+    with LocalBroker(tmp_path / "broker") as broker:
+        bootstrap = broker.bootstrap_servers
+        topic = create_topic(bootstrap)
+        produce(bootstrap, topic, numbered(0, 3))
+    reader = KafkaStreamReader(
+        KafkaSourceOptions.parse({"bootstrap.servers": bootstrap, "topic": topic, "timeoutMs": "1000"})
+    )
+    with pytest.raises(KafkaSourceError, match=f"on Kafka at {bootstrap}, partition 0: no progress"):
+        list(reader.read(KafkaRange(0, 0, 3)))
+
+
+def test_a_checkpoint_of_another_topic_is_refused() -> None:
+    reader = KafkaStreamReader(KafkaSourceOptions.parse({"bootstrap.servers": "b:9092", "topic": "mine"}))
+    with pytest.raises(KafkaSourceError, match="new checkpoint location"):
+        reader.latestOffset({"topic": "theirs", "partitions": {"0": 5}}, ReadAllAvailable())
+
+
+def test_limit_is_shared_by_backlog_and_always_makes_progress() -> None:
+    begin = {"0": 100, "1": 0, "2": 7}
+    assert _cap(begin, {"0": 190, "1": 10, "2": 7}, 10) == {"0": 109, "1": 1, "2": 7}
+    ends = {"0": 101, "1": 1, "2": 8}
+    capped = _cap(begin, ends, 2)
+    assert sum(capped[p] - begin[p] for p in begin) == 2
+    assert all(begin[p] <= capped[p] <= ends[p] for p in begin)
+    assert _cap(begin, {"0": 105, "1": 3, "2": 7}, 100) == {"0": 105, "1": 3, "2": 7}

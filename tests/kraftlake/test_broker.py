@@ -162,16 +162,19 @@ def test_read_committed_after_an_abort_sees_later_commits(kafka_broker: LocalBro
     bootstrap = kafka_broker.bootstrap_servers
     topic = create_topic(bootstrap)
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"canary-{topic}"})
-    producer.init_transactions(30)
-    for messages, commit in ((numbered(0, 2), False), (numbered(2, 4), True)):
-        producer.begin_transaction()
-        for key, value in messages:
-            producer.produce(topic, key=key, value=value)
-        assert producer.flush(30) == 0
-        if commit:
-            producer.commit_transaction(30)
-        else:
-            producer.abort_transaction(30)
+    try:
+        producer.init_transactions(30)
+        for messages, commit in ((numbered(0, 2), False), (numbered(2, 4), True)):
+            producer.begin_transaction()
+            for key, value in messages:
+                producer.produce(topic, key=key, value=value)
+            assert producer.flush(30) == 0
+            if commit:
+                producer.commit_transaction(30)
+            else:
+                producer.abort_transaction(30)
+    finally:
+        producer.close()
     # offsets 0-1 aborted, abort marker 2, 3-4 committed, commit marker 5
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "test", "enable.partition.eof": True})
     offsets: list[int] = []
