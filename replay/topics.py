@@ -19,6 +19,7 @@ NO_LEADER_CHANGE = -2
 NO_RECOVERY_STATE_CHANGE = -1
 # Directory ids Kafka reserves (DirectoryId): a replica whose directory is not known yet.
 MIGRATING_DIRECTORY = "AAAAAAAAAAAAAAAAAAAAAg"
+UNASSIGNED_DIRECTORY = "AAAAAAAAAAAAAAAAAAAAAA"  # a replica not yet placed in a directory
 
 
 class PartitionRegistration(NamedTuple):
@@ -52,10 +53,10 @@ class PartitionRegistration(NamedTuple):
 
     def merge(self, change: Any) -> PartitionRegistration:
         replicas = self.replicas if change.replicas is None else change.replicas
-        if change.directories is not None:
-            directories = _directories(change.directories, len(replicas))
-        elif len(self.directories) != len(replicas) and set(self.directories) <= {MIGRATING_DIRECTORY}:
-            directories = _directories((), len(replicas))
+        if change.directories:
+            directories = change.directories
+        elif change.replicas is not None:
+            directories = _reassigned_directories(self.replicas, self.directories, replicas)
         else:
             directories = self.directories
         if change.leader == NO_LEADER_CHANGE:
@@ -80,6 +81,17 @@ class PartitionRegistration(NamedTuple):
     def cleared_elr(self) -> PartitionRegistration:
         """The partition after ClearElrRecord: a merge of empty ELR lists (so the partition epoch moves)."""
         return self._replace(elr=(), last_known_elr=(), partition_epoch=self.partition_epoch + 1)
+
+
+def _reassigned_directories(
+    replicas: tuple[int, ...], directories: tuple[str, ...], new_replicas: tuple[int, ...]
+) -> tuple[str, ...]:
+    """Kafka's DirectoryId.createDirectoriesFrom: a replica keeps its directory, a new one gets UNASSIGNED.
+    Where no directory is known (before 3.7-IV2, all MIGRATING) new replicas get MIGRATING too, so that a
+    log replay equals the snapshot of the same offset, whose records carry no directories at that version."""
+    by_replica = dict(zip(replicas, directories, strict=False))
+    fill = MIGRATING_DIRECTORY if set(directories) <= {MIGRATING_DIRECTORY} else UNASSIGNED_DIRECTORY
+    return tuple(by_replica.get(replica, fill) for replica in new_replicas)
 
 
 def _directories(directories: tuple[str, ...], replica_count: int) -> tuple[str, ...]:

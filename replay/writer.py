@@ -75,7 +75,7 @@ def _cluster(image: MetadataImage, writer: ImageWriter) -> None:
         writer.add(
             mt.RegisterBrokerRecord(
                 broker_id=broker.broker_id,
-                is_migrating_zk_broker=broker.is_migrating_zk_broker,
+                is_migrating_zk_broker=broker.is_migrating_zk_broker and version >= 2,
                 incarnation_id=broker.incarnation_id,
                 broker_epoch=broker.epoch,
                 end_points=_endpoints(mt.BrokerEndpoint, broker.listeners),
@@ -83,7 +83,7 @@ def _cluster(image: MetadataImage, writer: ImageWriter) -> None:
                 rack=broker.rack,
                 fenced=broker.fenced,
                 in_controlled_shutdown=broker.in_controlled_shutdown,
-                log_dirs=broker.directories,
+                log_dirs=broker.directories if version >= 3 else (),
             ),
             version,
         )
@@ -125,8 +125,9 @@ def _topics(image: MetadataImage, writer: ImageWriter) -> None:
                     leader_epoch=p.leader_epoch,
                     partition_epoch=p.partition_epoch,
                     directories=p.directories if version >= 1 else (),
-                    eligible_leader_replicas=p.elr if version >= 2 else None,
-                    last_known_elr=p.last_known_elr if version >= 2 else None,
+                    # Kafka leaves these tagged fields out when empty (PartitionRegistration.toRecord)
+                    eligible_leader_replicas=(p.elr or None) if version >= 2 else None,
+                    last_known_elr=(p.last_known_elr or None) if version >= 2 else None,
                 ),
                 version,
             )

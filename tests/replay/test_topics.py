@@ -9,7 +9,13 @@ from records import metadata_types as mt
 from replay.delta import MetadataDelta
 from replay.errors import ReplayError
 from replay.image import EMPTY_IMAGE, MetadataImage, Provenance
-from replay.topics import MIGRATING_DIRECTORY, PartitionRegistration, TopicsDelta, TopicsImage
+from replay.topics import (
+    MIGRATING_DIRECTORY,
+    UNASSIGNED_DIRECTORY,
+    PartitionRegistration,
+    TopicsDelta,
+    TopicsImage,
+)
 from tests.replay.builders import P, T, apply_records, change, remove, uuid
 
 FOO_ID = "ThIaNwRnSM2Nt9Mx1v0RvA"
@@ -204,6 +210,19 @@ def test_a_replica_change_without_directories_resizes_unknown_directories_only()
     assigned = apply_records([P("foo", 0, (2, 3, 4), topic_id=FOO_ID, directories=dirs)], image1())
     kept = partition(apply_records([change("foo", 0, topic_id=FOO_ID, replicas=(2, 3, 4))], assigned), "foo", 0)
     assert kept.directories == dirs
+
+
+def test_a_replica_change_without_directories_keeps_each_replicas_directory() -> None:
+    """Kafka's DirectoryId.createDirectoriesFrom: directories follow their replica, a new replica has none."""
+    dirs = (uuid(21), uuid(22), uuid(23))
+    assigned = apply_records([P("foo", 0, (2, 3, 4), topic_id=FOO_ID, directories=dirs)], image1())
+    moved = partition(apply_records([change("foo", 0, topic_id=FOO_ID, replicas=(4, 2, 5))], assigned), "foo", 0)
+    assert moved.directories == (uuid(23), uuid(21), UNASSIGNED_DIRECTORY)
+    unchanged = partition(apply_records([change("foo", 0, topic_id=FOO_ID, isr=(2,))], assigned), "foo", 0)
+    assert unchanged.directories == dirs
+    given = (uuid(31), uuid(32))
+    explicit = apply_records([change("foo", 0, topic_id=FOO_ID, replicas=(2, 3), directories=given)], assigned)
+    assert partition(explicit, "foo", 0).directories == given
 
 
 # -- ClearElrRecord -----------------------------------------------------------------------------------
