@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from quorum.log import RaftLog, SimulatedDisk
+from quorum.log import LogEntry, RaftLog, SimulatedDisk
 from quorum.messages import Envelope
 from quorum.quorum_state import MemoryElectionStore
 from quorum.raft import BugFlags, RaftConfig, RaftNode, SafetyError
@@ -43,8 +43,6 @@ class SimNode:
     incarnation: int = 0
     timer_token: int = 0
     flush_pending: bool = False
-    last_high_watermark: int = 0
-    leader_checked_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +91,7 @@ class Simulation:
         self._queue: list[tuple[float, int, Callable[[], None]]] = []
         self._sequence = itertools.count()
         self._write_ids = itertools.count(1)
-        self.leaders_by_epoch: dict[int, int] = {}
-        self.committed: dict[int, tuple[int, bytes]] = {}
+        self.checker = InvariantChecker()
         self.post_heal_writes: set[bytes] = set()
         # Small fetches make more interleavings reachable (a follower can hold half of a leader's tail).
         self.fetch_max_bytes = self.rng.choice((1, 200, 1024 * 1024))
@@ -128,13 +125,15 @@ class Simulation:
             if not self.live_after_heal:
                 bound = f"{self.liveness_bound_ms:.0f} ms"
                 self._violation(f"no new write committed within {bound} after the faults healed")
-            self._check_leader_completeness_at_end()
+            live = {n.node_id: n.core for n in self.nodes.values() if n.core is not None}
+            for text in self.checker.check_final_leader(live):
+                self._violation(text)
         return ScenarioResult(
             self.seed,
             tuple(self.violations),
             tuple(self.trace),
-            len(self.committed),
-            max(self.leaders_by_epoch, default=0),
+            len(self.checker.committed),
+            max(self.checker.leaders_by_epoch, default=0),
         )
 
     # -- nodes -----------------------------------------------------------------------------------------------
@@ -144,8 +143,7 @@ class Simulation:
 
     def _start(self, node: SimNode) -> None:
         node.incarnation += 1
-        node.last_high_watermark = 0
-        node.leader_checked_epoch = -1
+        self.checker.restarted(node.node_id)
         node.flush_pending = False
         node_rng = random.Random(self.rng.getrandbits(64))
         node.core = RaftNode(
@@ -312,49 +310,74 @@ class Simulation:
         self.violations.append(f"t={self.now:.1f}ms: {text}")
 
     def _check(self, node: SimNode) -> None:
-        core = node.core
-        assert core is not None
-        me = node.node_id
+        assert node.core is not None
+        violations, newly_committed = self.checker.check(node.node_id, node.core)
+        for text in violations:
+            self._violation(text)
+        if not self.live_after_heal and any(entry.data in self.post_heal_writes for entry in newly_committed):
+            self.live_after_heal = True
+            self._log("a write appended after the heal is committed")
+
+
+class InvariantChecker:
+    """The safety invariants, checked on a node after each of its steps; usable by scripted tests too.
+
+    - at most one leader per epoch;
+    - a committed batch (below some node's high watermark) never changes, and no node truncates below its
+      own high watermark (so logs agree on every committed prefix);
+    - a node's high watermark never goes back (within one incarnation: it is not persisted);
+    - leader completeness: a node that becomes leader of epoch E holds every batch committed in epochs <= E.
+    """
+
+    def __init__(self) -> None:
+        self.leaders_by_epoch: dict[int, int] = {}
+        self.committed: dict[int, tuple[int, bytes]] = {}
+        self._last_high_watermark: dict[int, int] = {}
+        self._leader_checked_epoch: dict[int, int] = {}
+
+    def restarted(self, node_id: int) -> None:
+        self._last_high_watermark[node_id] = 0
+        self._leader_checked_epoch[node_id] = -1
+
+    def check(self, me: int, core: RaftNode) -> tuple[list[str], list[LogEntry]]:
+        """Violations found, and the batches this step newly committed."""
+        violations: list[str] = []
         if core.role is Role.LEADER:
             holder = self.leaders_by_epoch.setdefault(core.epoch, me)
             if holder != me:
-                self._violation(f"two leaders in epoch {core.epoch}: nodes {holder} and {me}")
-            if node.leader_checked_epoch != core.epoch:
-                node.leader_checked_epoch = core.epoch
-                self._check_holds_committed(node, f"new leader {me} of epoch {core.epoch}")
+                violations.append(f"two leaders in epoch {core.epoch}: nodes {holder} and {me}")
+            if self._leader_checked_epoch.get(me) != core.epoch:
+                self._leader_checked_epoch[me] = core.epoch
+                violations += self.holds_committed(core, f"new leader {me} of epoch {core.epoch}")
         hw = core.high_watermark
-        if hw < node.last_high_watermark:
-            self._violation(f"node {me}: high watermark went back from {node.last_high_watermark} to {hw}")
+        last = self._last_high_watermark.get(me, 0)
+        if hw < last:
+            violations.append(f"node {me}: high watermark went back from {last} to {hw}")
         if core.log.end_offset < hw:
-            self._violation(f"node {me}: log ends at {core.log.end_offset}, below its high watermark {hw}")
-        if hw > node.last_high_watermark:
-            start = max(node.last_high_watermark, core.log.start_offset)
-            for entry in core.log.entries_between(start, hw):
+            violations.append(f"node {me}: log ends at {core.log.end_offset}, below its high watermark {hw}")
+        newly_committed: list[LogEntry] = []
+        if hw > last:
+            for entry in core.log.entries_between(max(last, core.log.start_offset), hw):
                 known = self.committed.setdefault(entry.base_offset, (entry.epoch, entry.data))
                 if known[1] != entry.data:
-                    self._violation(f"node {me}: committed batch at offset {entry.base_offset} changed")
-                elif entry.data in self.post_heal_writes and not self.live_after_heal:
-                    self.live_after_heal = True
-                    self._log(f"post-heal write at offset {entry.base_offset} committed")
-            node.last_high_watermark = hw
+                    violations.append(f"node {me}: committed batch at offset {entry.base_offset} changed")
+                newly_committed.append(entry)
+            self._last_high_watermark[me] = hw
+        return violations, newly_committed
 
-    def _check_holds_committed(self, node: SimNode, who: str) -> None:
-        """Leader completeness: a leader's log holds every batch committed in its epoch or an earlier one."""
-        core = node.core
-        assert core is not None
+    def holds_committed(self, core: RaftNode, who: str) -> list[str]:
         held = {e.base_offset: e.data for e in core.log.entries}
-        for base, (epoch, data) in self.committed.items():
-            if base < core.log.start_offset or epoch > core.epoch:
-                continue
-            if held.get(base) != data:
-                self._violation(f"{who} lacks committed batch at offset {base}")
-                return
+        for base, (epoch, data) in sorted(self.committed.items()):
+            if base >= core.log.start_offset and epoch <= core.epoch and held.get(base) != data:
+                return [f"{who} lacks committed batch at offset {base}"]
+        return []
 
-    def _check_leader_completeness_at_end(self) -> None:
-        leaders = [n for n in self.nodes.values() if n.core is not None and n.core.role is Role.LEADER]
-        if leaders:
-            newest = max(leaders, key=lambda n: n.core.epoch if n.core else -1)
-            self._check_holds_committed(newest, f"final leader {newest.node_id}")
+    def check_final_leader(self, cores: dict[int, RaftNode]) -> list[str]:
+        leaders = {node_id: core for node_id, core in cores.items() if core.role is Role.LEADER}
+        if not leaders:
+            return []
+        newest = max(leaders, key=lambda node_id: leaders[node_id].epoch)
+        return self.holds_committed(leaders[newest], f"final leader {newest}")
 
 
 def _short(message: Any) -> str:
