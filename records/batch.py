@@ -215,66 +215,154 @@ def decode_batch_at(buf: Any, header: BatchHeader, source: str) -> RecordBatch:
 
 _read_varint = wire.read_varint
 _read_varlong = wire.read_varlong
+_new_tuple = tuple.__new__
+
+
+class _NotCanonical(Exception):
+    """Raised inside the fast path to hand a record to the general decoder."""
+
+
+_NOT_CANONICAL = _NotCanonical()
+# (apiKey << 8 | version) -> body decoder, filled on first use; only one-byte apiKeys and versions.
+_BODY_DECODERS: dict[int, Any] = {}
+
+
+def _body_decoder(key: int) -> Any:
+    try:
+        decoder = framing.body_decoder(key >> 8, key & 0xFF)
+    except RecordFormatError:
+        raise _NOT_CANONICAL from None  # the general decoder raises the located error
+    _BODY_DECODERS[key] = decoder
+    return decoder
 
 
 def _decode_records(data: bytes, header: BatchHeader) -> tuple[Record, ...]:
-    """The records of one batch; an error carries the record's offset and its position inside `data`."""
-    control = header.is_control
+    """The records of one batch; an error carries the record's offset and its position inside `data`.
+
+    Metadata records as Kafka writes them (one- or two-byte varints, timestampDelta 0, null key, no
+    headers, frame 1 with one-byte apiKey and version) are decoded inline here: the per-record function
+    calls of the general path cost more than the record bodies. Anything else, valid or not, goes through
+    `_decode_record`, which decodes it or raises the precise error.
+    """
     base = header.base_offset
-    decode_value = framing.decode_metadata_value
-    records = []
+    count = header.record_count
+    size = len(data)
     pos = 0
-    index = 0
-    try:
-        for index in range(header.record_count):  # noqa: B007 (read by the error handlers)
-            record_start = pos
-            length, pos = _read_varint(data, pos)
-            record_end = pos + length
-            if length <= 0 or record_end > len(data):
-                raise CorruptBatchError(f"record length {length} does not fit the batch")
-            pos += 1  # record attributes: unused by Kafka
-            timestamp_delta, pos = _read_varlong(data, pos)
-            offset_delta, pos = _read_varint(data, pos)
-            key_length, pos = _read_varint(data, pos)
-            key = None
-            if key_length >= 0:
-                key = data[pos : pos + key_length]
-                pos += key_length
-            value_length, pos = _read_varint(data, pos)
-            if value_length < 0 or pos + value_length > record_end:
-                raise CorruptBatchError(f"record value length {value_length} does not fit the record")
-            value = data[pos : pos + value_length]
-            pos += value_length
-            headers, pos = _read_varint(data, pos)
-            if pos != record_end:
-                raise CorruptBatchError(f"record framing is {record_end - pos} byte(s) off its length")
-            if timestamp_delta != 0 or headers != 0:
-                raise CorruptBatchError("KRaft records have timestampDelta 0 and no headers")
-            offset = base + offset_delta
+    if header.attributes & CONTROL_FLAG:
+        records = []
+        for index in range(count):
+            record, pos = _decode_record(data, pos, base, index, True)
+            records.append(record)
+    else:
+        decoders = _BODY_DECODERS
+        new = _new_tuple
+        records = []
+        append = records.append
+        for index in range(count):
+            start = pos
             try:
-                if control:
-                    if key is None or not value:
-                        raise CorruptBatchError("a control record needs a key and a value")
-                    message = framing.decode_control(key, value)
-                    records.append(Record(offset, control_types.CONTROL_VALUE_VERSION, message))
+                # length (zig-zag varint, 1-2 bytes), attributes, timestampDelta 0
+                b = data[pos]
+                if b < 0x80:
+                    pos += 1
                 else:
-                    if key is not None or not value:
-                        raise CorruptBatchError("a metadata record has no key and a non-empty value")
-                    message, version = decode_value(value)
-                    records.append(Record(offset, version, message))
-            except RecordFormatError as error:
-                raise error.located(offset=offset, position=record_start) from None
-    except RecordFormatError as error:
-        raise error.located(offset=base + index, position=pos) from None
-    except (IndexError, ValueError, struct.error):
+                    b2 = data[pos + 1]
+                    if b2 >= 0x80:
+                        raise _NOT_CANONICAL
+                    b = (b & 0x7F) | (b2 << 7)
+                    pos += 2
+                end = pos + (b >> 1)
+                if b & 1 or end > size or data[pos + 1]:
+                    raise _NOT_CANONICAL
+                # offsetDelta (1-2 bytes)
+                b = data[pos + 2]
+                if b < 0x80:
+                    pos += 3
+                else:
+                    b2 = data[pos + 3]
+                    if b2 >= 0x80:
+                        raise _NOT_CANONICAL
+                    b = (b & 0x7F) | (b2 << 7)
+                    pos += 4
+                offset = base + ((b >> 1) ^ -(b & 1))
+                # null key (-1), valueLength (1-2 bytes)
+                b = data[pos + 1]
+                if data[pos] != 1:
+                    raise _NOT_CANONICAL
+                if b < 0x80:
+                    pos += 2
+                else:
+                    b2 = data[pos + 2]
+                    if b2 >= 0x80:
+                        raise _NOT_CANONICAL
+                    b = (b & 0x7F) | (b2 << 7)
+                    pos += 3
+                value_end = pos + (b >> 1)
+                # the value fills the record up to its headers count, 0; frame 1
+                if b & 1 or value_end != end - 1 or data[value_end] or data[pos] != 1:
+                    raise _NOT_CANONICAL
+                # apiKey and version bytes >= 0x80 (longer varints) make keys no decoder has: general path
+                version = data[pos + 2]
+                key = data[pos + 1] << 8 | version
+                decoder = decoders.get(key) or _body_decoder(key)
+                message, pos = decoder(data, pos + 3)
+                if pos != value_end:
+                    raise _NOT_CANONICAL
+                append(new(Record, (offset, version, message)))
+                pos = end
+            except (_NotCanonical, IndexError, ValueError, struct.error):
+                record, pos = _decode_record(data, start, base, index, False)
+                append(record)
+    if pos != size:
         raise CorruptBatchError(
-            "the batch's records end too early", offset=base + index, position=pos
-        ) from None
-    if pos != len(data):
-        raise CorruptBatchError(
-            f"{len(data) - pos} byte(s) after the last record", offset=header.last_offset, position=pos
+            f"{size - pos} byte(s) after the last record", offset=header.last_offset, position=pos
         )
     return tuple(records)
+
+
+def _decode_record(data: bytes, pos: int, base: int, index: int, control: bool) -> tuple[Record, int]:
+    """The record at `pos` and the position after it, or a CorruptBatchError/RecordFormatError located at
+    the record's start and offset (its index in the batch when the offset cannot be read)."""
+    start = pos
+    offset = base + index
+    try:
+        length, pos = _read_varint(data, pos)
+        end = pos + length
+        if length <= 0 or end > len(data):
+            raise CorruptBatchError(f"record length {length} does not fit the batch")
+        pos += 1  # record attributes: unused by Kafka
+        timestamp_delta, pos = _read_varlong(data, pos)
+        offset_delta, pos = _read_varint(data, pos)
+        offset = base + offset_delta
+        key_length, pos = _read_varint(data, pos)
+        key = None
+        if key_length >= 0:
+            if pos + key_length > end:
+                raise CorruptBatchError(f"record key length {key_length} does not fit the record")
+            key = data[pos : pos + key_length]
+            pos += key_length
+        value_length, pos = _read_varint(data, pos)
+        if value_length < 0 or pos + value_length > end:
+            raise CorruptBatchError(f"record value length {value_length} does not fit the record")
+        value = data[pos : pos + value_length]
+        pos += value_length
+        headers, pos = _read_varint(data, pos)
+        if pos != end:
+            raise CorruptBatchError(f"record framing is {end - pos} byte(s) off its length")
+        if timestamp_delta != 0 or headers != 0:
+            raise CorruptBatchError("KRaft records have timestampDelta 0 and no headers")
+        if control:
+            if key is None or not value:
+                raise CorruptBatchError("a control record needs a key and a value")
+            return Record(offset, control_types.CONTROL_VALUE_VERSION, framing.decode_control(key, value)), end
+        if key is not None or not value:
+            raise CorruptBatchError("a metadata record has no key and a non-empty value")
+        message, version = framing.decode_metadata_value(value)
+        return Record(offset, version, message), end
+    except RecordFormatError as error:
+        raise error.located(offset=offset, position=start) from None
+    except (IndexError, ValueError, struct.error):
+        raise CorruptBatchError("the batch's records end too early", offset=offset, position=start) from None
 
 
 # -- encoding -----------------------------------------------------------------------------------------

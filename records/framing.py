@@ -6,6 +6,7 @@ Every error is a RecordFormatError without a location; the batch layer adds file
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from records import control_types, metadata_types, wire
@@ -26,6 +27,17 @@ def decode_metadata_value(value: bytes) -> tuple[Any, int]:
         raise RecordFormatError(f"unknown frame version {frame} (only frame version 1 is supported)")
     api_key, pos = wire.read_uvarint(value, pos)
     version, pos = wire.read_uvarint(value, pos)
+    message, _ = _decode_body(_schema(api_key, version), version, value, pos)
+    return message, version
+
+
+def body_decoder(api_key: int, version: int) -> Callable[[bytes, int], tuple[Any, int]]:
+    """decode(buf, pos) -> (message, end) for the body of a metadata record type at a version. Its errors are
+    ValueError/IndexError/struct.error, for callers that decode in place and locate errors themselves."""
+    return _schema(api_key, version).codec(version)[0]
+
+
+def _schema(api_key: int, version: int) -> Any:
     schema = metadata_types.BY_API_KEY.get(api_key)
     if schema is None:
         raise UnknownRecordTypeError(f"unknown metadata record type (apiKey {api_key})")
@@ -34,8 +46,7 @@ def decode_metadata_value(value: bytes) -> tuple[Any, int]:
             f"{schema.cls.TYPE_NAME} version {version} is not supported "
             f"(known versions {schema.min_version}-{schema.max_version})"
         )
-    message, _ = _decode_body(schema, version, value, pos)
-    return message, version
+    return schema
 
 
 def encode_metadata_value(message: Any, version: int) -> bytes:
@@ -77,9 +88,9 @@ def _decode_body(schema: Any, version: int, value: bytes, pos: int) -> tuple[Any
     name = getattr(schema.cls, "TYPE_NAME", schema.name)
     try:
         message, end = schema.codec(version)[0](value, pos)
-    except IndexError:
+    except (IndexError, struct.error):
         raise RecordFormatError(f"malformed {name} v{version}: the value ends too early") from None
-    except (ValueError, struct.error) as error:
+    except ValueError as error:
         raise RecordFormatError(f"malformed {name} v{version}: {error}") from None
     if end != len(value):
         raise RecordFormatError(f"found {len(value) - end} byte(s) of garbage after {name} v{version}")

@@ -139,29 +139,90 @@ class _Source:
         return f"{stem}{self.counter}"
 
 
+_UUID_CACHE: dict[bytes, str] = {}
+_UUID_CACHE_LIMIT = 1 << 16
+
+
+def _uuid_new(raw: bytes) -> str:
+    """The text of a uuid missing from the cache. A metadata log repeats few distinct ids (topic ids, log
+    directories), so decoders look them up first: base64 per id was a quarter of the decode time."""
+    if len(raw) != 16:
+        raise ValueError("uuid runs past the end")
+    if len(_UUID_CACHE) >= _UUID_CACHE_LIMIT:
+        _UUID_CACHE.clear()
+    text = _UUID_CACHE[bytes(raw)] = wire.uuid_to_text(raw)
+    return text
+
+
+_SHORT_ARRAY = 64  # arrays up to this length unpack with a prebuilt format string
+
 _NAMESPACE: dict[str, Any] = {
     "_uvarint": wire.read_uvarint,
     "_w_uvarint": wire.write_uvarint,
-    "_uuid_text": wire.uuid_to_text,
+    "_uuid_get": _UUID_CACHE.get,
+    "_uuid_new": _uuid_new,
     "_uuid_raw": wire.uuid_from_text,
     "_unpack": struct.unpack_from,
     "_pack": struct.pack,
+    "_new": tuple.__new__,
     "_MAXSTR": wire.MAX_STRING_LENGTH,
+    **{
+        f"_fmt_{name}": tuple(f">{n}{code}" for n in range(_SHORT_ARRAY))
+        for name, code in _FIXED_FORMAT.items()
+    },
+    # indexed by the compact length (count + 1) of a short array
+    **{
+        f"_arr_{name}": (None, None, *(struct.Struct(f">{n}{code}").unpack_from for n in range(1, _SHORT_ARRAY)))
+        for name, code in _FIXED_FORMAT.items()
+    },
 }
+_UNPACKERS: dict[str, str] = {}  # struct format -> name of its unpack_from in _NAMESPACE
+
+
+def _decode_fixed(src: _Source, run: list[tuple[Primitive, str]]) -> None:
+    """Emit code that reads consecutive fixed-width values (one struct call) into their targets."""
+    fmt = ">" + "".join("16s" if ftype.name == "uuid" else _FIXED_FORMAT[ftype.name] for ftype, _ in run)
+    name = _UNPACKERS.get(fmt)
+    if name is None:
+        name = _UNPACKERS[fmt] = f"_unpack{len(_UNPACKERS)}"
+        _NAMESPACE[name] = struct.Struct(fmt).unpack_from
+    targets = [f"{target}_raw" if ftype.name == "uuid" else target for ftype, target in run]
+    src.emit(f"{', '.join(targets)}, = {name}(buf, pos)")
+    src.emit(f"pos += {struct.calcsize(fmt)}")
+    for ftype, target in run:
+        if ftype.name == "uuid":
+            src.emit(f"{target} = _uuid_get({target}_raw) or _uuid_new({target}_raw)")
 
 
 def _decode_value(src: _Source, ftype: Any, target: str, version: int, nullable: bool, context: str) -> None:
     """Emit code that reads one value of `ftype` at `pos` into `target`, advancing `pos`."""
     if isinstance(ftype, Primitive) and ftype.size:
-        if ftype.name == "uuid":
-            src.emit(f"{target} = _uuid_text(buf[pos:pos + 16])")
-            src.emit("if len(buf) < pos + 16: raise ValueError('uuid runs past the end')")
-        else:
-            src.emit(f"{target}, = _unpack('>{_FIXED_FORMAT[ftype.name]}', buf, pos)")
-        src.emit(f"pos += {ftype.size}")
+        _decode_fixed(src, [(ftype, target)])
         return
     length = src.fresh("n")
+    depth = src.depth
     src.emit(f"{length} = buf[pos]")
+    # Fast paths for the usual shapes (one-byte length, not null), then the general code.
+    if isinstance(ftype, Primitive):  # string or bytes
+        src.emit(f"if 0 < {length} < 128:")
+        src.emit(f"    end = pos + {length}")
+        src.emit(f"    if end > len(buf): raise ValueError('{context} runs past the end')")
+        convert = "str({}, 'utf-8')" if ftype.name == "string" else "bytes({})"
+        src.emit(f"    {target} = {convert.format('buf[pos + 1:end]')}")
+        src.emit("    pos = end")
+        src.emit("else:")
+        src.depth += 1
+    elif isinstance(ftype.element, Primitive) and ftype.element.size and ftype.element.name != "uuid":
+        element = ftype.element
+        src.emit(f"if 1 < {length} <= {_SHORT_ARRAY}:")
+        src.emit(f"    {target} = _arr_{element.name}[{length}](buf, pos + 1)")
+        src.emit(f"    pos += {length} * {element.size} - {element.size - 1}")
+        src.emit(f"elif {length} == 1:")
+        src.emit(f"    {target} = ()")
+        src.emit("    pos += 1")
+        src.emit("else:")
+        src.depth += 1
+    fast = src.depth > depth
     src.emit(f"if {length} < 128: pos += 1")
     src.emit(f"else: {length}, pos = _uvarint(buf, pos)")
     src.emit(f"if {length} == 0:")
@@ -182,10 +243,20 @@ def _decode_value(src: _Source, ftype: Any, target: str, version: int, nullable:
             src.emit(f"{target} = bytes(buf[pos:end])")
         src.emit("pos = end")
     elif isinstance(ftype.element, Primitive) and ftype.element.size and ftype.element.name != "uuid":
-        size = ftype.element.size
-        src.emit(f"if pos + {length} * {size} > len(buf): raise ValueError('{context} runs past the end')")
-        src.emit(f"{target} = _unpack('>%d{_FIXED_FORMAT[ftype.element.name]}' % {length}, buf, pos)")
-        src.emit(f"pos += {length} * {size}")
+        element = ftype.element
+        src.emit(
+            f"{target} = _unpack(_fmt_{element.name}[{length}] if {length} < {_SHORT_ARRAY} "
+            f"else '>%d{_FIXED_FORMAT[element.name]}' % {length}, buf, pos)"
+        )
+        src.emit(f"pos += {length} * {element.size}")
+    elif isinstance(ftype.element, Primitive) and ftype.element.name == "uuid":
+        items = src.fresh("items")
+        src.emit(f"{items} = []")
+        src.emit(f"for q in range(pos, pos + {length} * 16, 16):")
+        src.emit("    raw = buf[q:q + 16]")
+        src.emit(f"    {items}.append(_uuid_get(raw) or _uuid_new(raw))")
+        src.emit(f"{target} = tuple({items})")
+        src.emit(f"pos += {length} * 16")
     else:
         items = src.fresh("items")
         item = src.fresh("item")
@@ -200,7 +271,7 @@ def _decode_value(src: _Source, ftype: Any, target: str, version: int, nullable:
         src.emit(f"{items}.append({item})")
         src.depth -= 1
         src.emit(f"{target} = tuple({items})")
-    src.depth -= 1
+    src.depth -= 2 if fast else 1
 
 
 def _encode_value(src: _Source, ftype: Any, expr: str, version: int, nullable: bool, context: str) -> None:
@@ -254,22 +325,35 @@ def _generate(schema: StructSchema, version: int) -> tuple[Callable, Callable]:
         _NAMESPACE[f"_default_{id(schema)}_{f.attr}"] = f.default_value()
 
     dec = _Source()
+    run: list[tuple[Primitive, str]] = []  # consecutive fixed-width fields, read with one struct call
     for f in untagged:
+        if isinstance(f.type, Primitive) and f.type.size:
+            run.append((f.type, f.attr))
+            continue
+        if run:
+            _decode_fixed(dec, run)
+            run = []
         if isinstance(f.type, StructSchema):
             name = f"_struct_{id(f.type)}_{version}"
             _NAMESPACE[name] = f.type.codec(version)[0]
             dec.emit(f"{f.attr}, pos = {name}(buf, pos)")
         else:
             _decode_value(dec, f.type, f.attr, version, f.nullable_in(version), f"{schema.name}.{f.name}")
+    if run:
+        _decode_fixed(dec, run)
     for f in schema.fields:
         if f not in untagged:
             dec.emit(f"{f.attr} = _default_{id(schema)}_{f.attr}")
     dec.emit("unknown = ()")
-    dec.emit("ntags, pos = _uvarint(buf, pos)")
+    dec.emit("ntags = buf[pos]")
+    dec.emit("if ntags < 128: pos += 1")
+    dec.emit("else: ntags, pos = _uvarint(buf, pos)")
     dec.emit("for _ in range(ntags):")
     dec.depth += 1
-    dec.emit("tag, pos = _uvarint(buf, pos)")
-    dec.emit("size, pos = _uvarint(buf, pos)")
+    for name in ("tag", "size"):
+        dec.emit(f"{name} = buf[pos]")
+        dec.emit(f"if {name} < 128: pos += 1")
+        dec.emit(f"else: {name}, pos = _uvarint(buf, pos)")
     dec.emit("tag_end = pos + size")
     dec.emit("if tag_end > len(buf): raise ValueError('tagged field runs past the end')")
     keyword = "if"
@@ -288,8 +372,8 @@ def _generate(schema: StructSchema, version: int) -> tuple[Callable, Callable]:
     dec.emit("    unknown += ((tag, bytes(buf[pos:tag_end])),)")
     dec.emit("    pos = tag_end")
     dec.depth -= 1
-    args = ", ".join(f.attr for f in schema.fields)
-    dec.emit(f"return {cls_name}({args}{', ' if args else ''}unknown), pos")
+    args = "".join(f"{f.attr}, " for f in schema.fields)
+    dec.emit(f"return _new({cls_name}, ({args}unknown,)), pos")  # tuple.__new__: skips the NamedTuple's __new__
 
     enc = _Source()
     for f in untagged:
