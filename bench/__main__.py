@@ -1,0 +1,119 @@
+"""Run the benchmarks and rewrite their sections of BENCHMARKS.md: `python -m bench [name ...]`.
+
+Every module `bench/bench_<name>.py` exposes `run() -> list[dict]` (rows with name, value, unit, notes) and
+owns the section `## <name>` of BENCHMARKS.md. Only the sections of the modules that ran are regenerated,
+so one slow benchmark never forces rerunning the others, and figures always say which machine made them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import os
+import pkgutil
+import platform
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPORT = BENCH_DIR.parent / "BENCHMARKS.md"
+PREAMBLE = (
+    "# Benchmarks\n\n"
+    "Written by `make bench` (`.venv/bin/python -m bench [name ...]`): one section per module\n"
+    "`bench/bench_<name>.py`, regenerated in place when that module runs. Figures are medians of several\n"
+    "repetitions, measured on the machine named in each section.\n"
+)
+
+
+def available() -> list[str]:
+    return sorted(m.name.removeprefix("bench_") for m in pkgutil.iter_modules([str(BENCH_DIR)])
+                  if m.name.startswith("bench_"))
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{cpu}, {cores} cores, Python {platform.python_version()} ({platform.python_implementation()})"
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, float):
+        if abs(value) >= 100:
+            return f"{value:,.0f}"
+        return f"{value:.3g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def render_section(name: str, doc: str, rows: list[dict[str, Any]], host: str, when: datetime.datetime) -> str:
+    lines = [f"## {name}", ""]
+    if doc:
+        lines += [doc, ""]
+    lines += [
+        f"Machine: {host}. Run: {when:%Y-%m-%d %H:%M} UTC.",
+        "",
+        "| name | value | unit | notes |",
+        "|---|---:|---|---|",
+    ]
+    for row in rows:
+        cells = (row["name"], format_value(row["value"]), row.get("unit", ""), row.get("notes", ""))
+        lines.append("| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def replace_section(report: str, name: str, section: str) -> str:
+    """`report` with its `## name` section replaced by `section` (appended when new), others untouched."""
+    parts: list[str] = []
+    current: list[str] = []
+    for line in report.splitlines(keepends=True):
+        if line.startswith("## ") and current:
+            parts.append("".join(current))
+            current = []
+        current.append(line)
+    if current:
+        parts.append("".join(current))
+    heading = f"## {name}"
+    replaced = False
+    for index, part in enumerate(parts):
+        if part.splitlines()[0].strip() == heading:
+            parts[index] = section + "\n"
+            replaced = True
+    if not replaced:
+        if parts and not parts[-1].endswith("\n\n"):
+            parts[-1] = parts[-1].rstrip("\n") + "\n\n"
+        parts.append(section + "\n")
+    return "".join(parts).rstrip("\n") + "\n"
+
+
+def main(argv: Sequence[str]) -> int:
+    names = [arg.removeprefix("bench_").removesuffix(".py") for arg in argv] or available()
+    unknown = sorted(set(names) - set(available()))
+    if unknown:
+        print(f"bench: no benchmark named {', '.join(unknown)} (have: {', '.join(available())})", file=sys.stderr)
+        return 2
+    report = REPORT.read_text() if REPORT.exists() else PREAMBLE
+    host = machine()  # before any benchmark pins itself to fewer cores
+    for name in names:
+        module = importlib.import_module(f"bench.bench_{name}")
+        print(f"bench: running {name} ...", file=sys.stderr, flush=True)
+        rows = module.run()
+        doc = (module.__doc__ or "").strip()
+        section = render_section(name, doc, rows, host, datetime.datetime.now(datetime.UTC))
+        print(section)
+        report = replace_section(report, name, section)
+        REPORT.write_text(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
