@@ -85,16 +85,25 @@ def history_sources(path: Path) -> list[Source]:
 
 def cut_batches(batches: Iterable[RecordBatch], start: int, to_offset: int | None) -> Iterator[RecordBatch]:
     """The batches covering offsets [start, to_offset], a straddling batch cut to fit."""
+    for batch, _ in _cut_batches(batches, start, to_offset):
+        yield batch
+
+
+def _cut_batches(
+    batches: Iterable[RecordBatch], start: int, to_offset: int | None
+) -> Iterator[tuple[RecordBatch, bool]]:
+    """As `cut_batches`, each with whether it still ends where the original batch ends (batch-aligned)."""
     for batch in batches:
         if batch.last_offset < start:
             continue
         if to_offset is not None and batch.base_offset > to_offset:
             return
-        if batch.base_offset < start or (to_offset is not None and batch.last_offset > to_offset):
+        whole = to_offset is None or batch.last_offset <= to_offset
+        if batch.base_offset < start or not whole:
             end = batch.last_offset if to_offset is None else min(batch.last_offset, to_offset)
             kept = tuple(r for r in batch.records if start <= r.offset <= end)
             batch = replace(batch, records=kept, last_offset_delta=end - batch.base_offset)
-        yield batch
+        yield batch, whole
 
 
 def replay_sources(
@@ -106,16 +115,24 @@ def replay_sources(
     """Replay `sources` in order, as one commit (one publish at the end, plus those transactions force)."""
     loader = BatchLoader(publish, image)
     batch_count = record_count = 0
+    aligned = True
     for source in sources:
         if source.snapshot is not None:
+            if to_offset is not None and source.snapshot.end_offset - 1 > to_offset:
+                raise ReplayError(
+                    f"the snapshot ends at offset {source.snapshot.end_offset - 1}, "
+                    f"after the requested offset {to_offset}",
+                    source=str(source.path),
+                )
             loader.load_snapshot(read_batches(source.path), source.snapshot, str(source.path))
+            aligned = True
             continue
         start = loader.last_offset + 1
-        for batch in cut_batches(read_batches(source.path), start, to_offset):
+        for batch, whole in _cut_batches(read_batches(source.path), start, to_offset):
             loader.load_batch(batch, str(source.path))
+            aligned = whole
             batch_count += 1
             record_count += len(batch.records)
-    aligned = to_offset is None or loader.last_offset == to_offset
     if loader.in_transaction:
         return ReplayResult(loader.visible_image(), loader.transaction, batch_count, record_count)
     loader.flush(aligned)
