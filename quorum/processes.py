@@ -1,5 +1,5 @@
-"""Real quorum processes on loopback for the integration tests and the benchmark: free ports, a config file
-in a temporary directory, `python -m kraftlake.cli quorum start` per voter, SIGKILL and restart."""
+"""Launch real quorum processes on loopback (for the integration tests and the benchmark): free ports, a
+config file in a scratch directory, `python -m kraftlake.cli quorum start` per voter, SIGKILL and restart."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 from quorum.config import QuorumConfig, load_config
 from quorum.server import QuorumUnavailable, describe_quorum
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def free_ports(count: int) -> list[int]:

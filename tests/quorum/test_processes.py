@@ -12,9 +12,9 @@ import pytest
 
 from kraftlake.cli import main
 from quorum.log import LOG_DIR_NAME
+from quorum.processes import QuorumProcesses
 from quorum.server import AppendSession
 from records import MetadataLogDir
-from tests.quorum.processes import QuorumProcesses
 
 pytestmark = pytest.mark.integration
 
