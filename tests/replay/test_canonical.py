@@ -1,0 +1,76 @@
+"""The canonical image JSON: deterministic whatever order built the image, sorted keys, provenance on
+request, secrets never printed, replica order kept."""
+
+from __future__ import annotations
+
+import json
+
+from records import metadata_types as mt
+from replay.canonical import REDACTED, canonical_json
+from tests.replay.builders import MV, P, T, apply_records, rich_records
+
+
+def test_the_same_state_reached_in_another_order_prints_the_same() -> None:
+    records = rich_records()
+    configs = [mt.ConfigRecord(resource_type=2, resource_name=name, name=key, value="1")
+               for name in ("orders", "audit") for key in ("b", "a")]
+    forward = apply_records([*records, *configs, T("zeta"), T("alpha")])
+    backward = apply_records([*records, *reversed(configs), T("alpha"), T("zeta")])
+    assert list(forward.topics.by_id) != list(backward.topics.by_id)
+    assert canonical_json(forward) == canonical_json(backward)
+
+
+def test_keys_are_sorted_and_the_compact_and_indented_forms_agree() -> None:
+    image = apply_records(rich_records(), offset=9)
+    text = canonical_json(image)
+    document = json.loads(text)
+    assert text == json.dumps(document, sort_keys=True, separators=(",", ":"))
+    assert json.loads(canonical_json(image, indent=2)) == document
+    assert set(document) == {"provenance", "features", "brokers", "controllers", "topics", "configs", "clientQuotas",
+                             "producerIds", "acls", "scramCredentials", "delegationTokens"}
+
+
+def test_provenance_is_a_top_level_key_that_can_be_left_out() -> None:
+    early = apply_records([MV(14), T("foo")], offset=3)
+    late = apply_records([MV(14), T("foo")], offset=300)
+    assert json.loads(canonical_json(early))["provenance"] == {"offset": 3, "epoch": 1, "logTimeMs": 0,
+                                                              "batchAligned": True}
+    assert canonical_json(early) != canonical_json(late)
+    assert canonical_json(early, provenance=False) == canonical_json(late, provenance=False)
+    assert "provenance" not in json.loads(canonical_json(early, provenance=False))
+
+
+def test_secrets_are_never_printed() -> None:
+    image = apply_records([
+        MV(14),
+        mt.UserScramCredentialRecord(name="alice", mechanism=1, salt=b"SALTSALT", stored_key=b"STOREDKEY",
+                                     server_key=b"SERVERKEY", iterations=4096),
+        mt.ConfigRecord(resource_type=4, resource_name="", name="listener.name.sasl.jaas.config",
+                        value="org.apache.kafka.common.security.plain.PlainLoginModule password=hunter2;"),
+        mt.ConfigRecord(resource_type=4, resource_name="", name="ssl.keystore.password", value="hunter2"),
+        mt.ConfigRecord(resource_type=4, resource_name="", name="log.retention.ms", value="1000"),
+    ])
+    text = canonical_json(image)
+    for secret in ("SALT", "STOREDKEY", "SERVERKEY", "U0FMVFNBTFQ", "hunter2"):
+        assert secret not in text
+    document = json.loads(text)
+    assert document["scramCredentials"] == {"alice:SCRAM-SHA-256": {"iterations": 4096}}
+    assert document["configs"]["broker:"] == {"listener.name.sasl.jaas.config": REDACTED,
+                                              "ssl.keystore.password": REDACTED, "log.retention.ms": "1000"}
+
+
+def test_replica_order_is_kept_and_ids_are_stable_keys() -> None:
+    image = apply_records([MV(14), T("foo"), P("foo", 3, (3, 1, 2), isr=(2, 3))])
+    document = json.loads(canonical_json(image))
+    partition = document["topics"]["foo"]["partitions"]["3"]
+    assert (partition["replicas"], partition["isr"]) == ([3, 1, 2], [2, 3])
+    assert document["features"] == {"metadataVersion": 14, "finalized": {}}
+    assert document["producerIds"] == {"nextProducerId": -1}
+
+
+def test_every_sub_image_appears() -> None:
+    document = json.loads(canonical_json(apply_records(rich_records())))
+    assert all(document[key] for key in ("brokers", "controllers", "topics", "configs", "clientQuotas", "acls",
+                                         "scramCredentials", "delegationTokens"))
+    assert document["clientQuotas"] == {"user=alice": {"consumer_byte_rate": 2048.0}}
+    assert document["brokers"]["1"]["fenced"] is False

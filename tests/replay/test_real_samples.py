@@ -1,0 +1,130 @@
+"""Real Kafka metadata logs (../shared/kafka-samples): a log replayed to O-1 equals the snapshot O-E beside it,
+the bootstrap transaction is folded atomically, and every offset of every log replays without error."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from records import RecordBatch, read_batches, snapshot_id
+from records import metadata_types as mt
+from replay.canonical import canonical_json
+from replay.image import EMPTY_IMAGE, MetadataImage
+from replay.loader import BatchLoader
+from replay.log_replay import cut_batches, replay_paths
+from tests.replay.builders import Recorder
+
+LOGS = (
+    "Jeong-Rae_KafkaDemo/kraft-combined-logs/__cluster_metadata-0/00000000000000000000.log",
+    "Niloufar1171_LDI-POC/__cluster_metadata-0/00000000000000000000.log",
+    "rjmfernandes_flink-on-prem/data/__cluster_metadata-0/00000000000000000000.log",
+)
+SNAPSHOTS_BESIDE_LOGS = (
+    "rjmfernandes_flink-on-prem/data/__cluster_metadata-0/00000000000000007752-0000000001.checkpoint",
+    "rjmfernandes_flink-on-prem/data/__cluster_metadata-0/00000000000000014926-0000000001.checkpoint",
+)
+
+
+@cache
+def batches_of(path: Path) -> tuple[RecordBatch, ...]:
+    return tuple(read_batches(path))
+
+
+def test_the_samples_are_the_ones_listed(samples_dir: Path) -> None:
+    """Guards the parametrizations below against a samples folder that changed under them."""
+    logs = sorted(str(p.relative_to(samples_dir)) for p in samples_dir.rglob("*.log"))
+    beside = sorted(str(s.relative_to(samples_dir)) for log in logs
+                    for s in (samples_dir / log).parent.glob("*.checkpoint") if snapshot_id(s) is not None)
+    assert (tuple(logs), tuple(beside)) == (LOGS, SNAPSHOTS_BESIDE_LOGS)
+
+
+@pytest.mark.parametrize("snapshot", SNAPSHOTS_BESIDE_LOGS, ids=lambda s: Path(s).name.split(".")[0])
+def test_log_up_to_the_snapshot_equals_the_snapshot(samples_dir: Path, snapshot: str) -> None:
+    path = samples_dir / snapshot
+    end = snapshot_id(path).end_offset  # type: ignore[union-attr]
+    log = path.parent / "00000000000000000000.log"
+    from_log = replay_paths([log], end - 1).image
+    from_snapshot = replay_paths([path]).image
+    assert canonical_json(from_log, provenance=False) == canonical_json(from_snapshot, provenance=False)
+    assert from_log.topics.partition_count() > 100, "a snapshot of substance, not two empty images"
+    assert from_log.provenance.offset == from_snapshot.provenance.offset == end - 1
+
+
+def bootstrap_transaction(batches: tuple[RecordBatch, ...]) -> tuple[int, int, int]:
+    """(Begin offset, End offset, metadata.version inside) of the log's bootstrap transaction, read directly."""
+    records = [record for batch in batches if not batch.is_control for record in batch.records]
+    begin = next(r for r in records if isinstance(r.message, mt.BeginTransactionRecord))
+    assert begin.message.name == "Bootstrap records"
+    end = next(r for r in records if r.offset > begin.offset and isinstance(r.message, mt.EndTransactionRecord))
+    level = next(r.message.feature_level for r in records
+                 if begin.offset < r.offset < end.offset and isinstance(r.message, mt.FeatureLevelRecord)
+                 and r.message.name == "metadata.version")
+    return begin.offset, end.offset, level
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda s: s.split("/")[0])
+def test_the_bootstrap_transaction_is_folded_atomically(samples_dir: Path, log: str) -> None:
+    path = samples_dir / log
+    begin, end, level = bootstrap_transaction(batches_of(path))
+    assert begin < end
+    versions = {n: replay_paths([path], n).image.features.metadata_version for n in range(0, end + 2)}
+    assert versions == {**{n: None for n in range(0, end)}, end: level, end + 1: level}
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda s: s.split("/")[0])
+def test_nothing_is_published_before_the_bootstrap_transaction_ends(samples_dir: Path, log: str) -> None:
+    """INV3: one commit per batch, as a broker catching up would see them; the first image is at End."""
+    batches = batches_of(samples_dir / log)
+    _, end, level = bootstrap_transaction(batches)
+    recorder = Recorder()
+    loader = BatchLoader(recorder)
+    for batch in batches[:20]:
+        loader.load_batch(batch)
+        loader.flush()
+    first = recorder.updates[0].image
+    assert (first.provenance.offset, first.features.metadata_version) == (end, level)
+
+
+def images_at_every_offset(batches: tuple[RecordBatch, ...]) -> Iterator[MetadataImage]:
+    """The image at each offset of the log, reusing work: one loader walks the log committing batch by batch
+    and remembers the last batch boundary outside any transaction; the image at an offset inside a batch is
+    replayed from that boundary only."""
+    walker = BatchLoader()
+    boundary_index, boundary_image = 0, EMPTY_IMAGE
+    for index, batch in enumerate(batches):
+        for offset in range(batch.base_offset, batch.last_offset + 1):
+            loader = BatchLoader(image=boundary_image)
+            for earlier in cut_batches(batches[boundary_index : index + 1], boundary_image.provenance.offset + 1,
+                                       offset):
+                loader.load_batch(earlier)
+            if loader.in_transaction:
+                yield loader.visible_image()
+            else:
+                loader.flush(aligned=offset == batch.last_offset)
+                yield loader.image
+        walker.load_batch(batch)
+        walker.flush()
+        if not walker.in_transaction:
+            boundary_index, boundary_image = index + 1, walker.image
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda s: s.split("/")[0])
+def test_every_offset_replays(samples_dir: Path, log: str) -> None:
+    path = samples_dir / log
+    batches = batches_of(path)
+    last = batches[-1].last_offset
+    checked = {0, 1, 2, 3, 4, 5, last // 3, last // 2, last - 1, last}
+    beside = {snapshot_id(s).end_offset - 1: s for s in path.parent.glob("*-*.checkpoint")}  # type: ignore[union-attr]
+    count = 0
+    for offset, image in enumerate(images_at_every_offset(batches)):
+        assert image.provenance.offset == offset
+        if offset in checked:
+            assert canonical_json(image) == canonical_json(replay_paths([path], offset).image), offset
+        if offset in beside:
+            assert canonical_json(image, provenance=False) == canonical_json(replay_paths([beside[offset]]).image,
+                                                                             provenance=False)
+        count += 1
+    assert count == last + 1
