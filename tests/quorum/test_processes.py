@@ -89,7 +89,8 @@ def test_leader_sigkill_under_load_fails_over_and_the_node_rejoins(quorum: Quoru
 
 
 def test_the_whole_quorum_restarts_from_disk(quorum: QuorumProcesses, capsys: pytest.CaptureFixture[str]) -> None:
-    quorum.wait_for_leader()
+    """All three SIGKILLed, one follower's last batch torn (as if its unflushed tail was lost), all restarted."""
+    leader = quorum.wait_for_leader()["leaderId"]
     committed: dict[int, int] = {}
 
     async def write(want: int) -> None:
@@ -103,6 +104,10 @@ def test_the_whole_quorum_restarts_from_disk(quorum: QuorumProcesses, capsys: py
     for node in list(quorum.processes):
         quorum.kill(node)
     before = {node: _node_batches(quorum, node) for node in quorum.config.voters}
+    torn = min(set(quorum.config.voters) - {leader})
+    last_segment = max((quorum.config.node_dir(torn) / LOG_DIR_NAME).glob("*.log"))
+    with last_segment.open("r+b") as handle:
+        handle.truncate(last_segment.stat().st_size - 7)
     quorum.start_all()
     view = quorum.wait_for_leader()
     assert view["highWatermark"] >= max(committed) + 1
