@@ -392,14 +392,3 @@ def _short(message: Any) -> str:
         fields.append(f"{name}={value}")
     return f"{type(message).__name__}({', '.join(fields)})"
 
-
-def run_seeds(
-    count: int, start_seed: int = 0, bugs: BugFlags | None = None
-) -> tuple[int, list[ScenarioResult]]:
-    """Run `count` scenarios; returns (scenarios run, failing results without traces)."""
-    failures = []
-    for seed in range(start_seed, start_seed + count):
-        result = Simulation(seed, bugs=bugs).run()
-        if result.violations:
-            failures.append(result)
-    return count, failures
