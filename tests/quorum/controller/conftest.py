@@ -21,7 +21,7 @@ from quorum.controller import (
 from quorum.controller.versions import SUPPORTED_FEATURES
 
 T = TypeVar("T")
-TIMEOUT = 10
+TIMEOUT = 60  # generous: the suite shares two cores with Spark
 
 
 def incarnation(broker_id: int, generation: int = 0) -> str:
