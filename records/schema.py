@@ -154,6 +154,20 @@ def _uuid_new(raw: bytes) -> str:
     return text
 
 
+_UUIDS_CACHE: dict[bytes, tuple[str, ...]] = {}
+
+
+def _uuids_new(raw: bytes) -> tuple[str, ...]:
+    """The texts of an array of uuids missing from its cache: the same directories arrays recur (one per
+    replica set), so whole arrays are cached too."""
+    if len(_UUIDS_CACHE) >= _UUID_CACHE_LIMIT:
+        _UUIDS_CACHE.clear()
+    texts = _UUIDS_CACHE[bytes(raw)] = tuple(
+        _UUID_CACHE.get(raw[i : i + 16]) or _uuid_new(raw[i : i + 16]) for i in range(0, len(raw), 16)
+    )
+    return texts
+
+
 _SHORT_ARRAY = 64  # arrays up to this length unpack with a prebuilt format string
 
 _NAMESPACE: dict[str, Any] = {
@@ -172,9 +186,11 @@ _NAMESPACE: dict[str, Any] = {
     },
     # indexed by the compact length (count + 1) of a short array
     **{
-        f"_arr_{name}": (None, None, *(struct.Struct(f">{n}{code}").unpack_from for n in range(1, _SHORT_ARRAY)))
+        f"_arr_{name}": (None, None, *(struct.Struct(">" + code * n).unpack_from for n in range(1, _SHORT_ARRAY)))
         for name, code in _FIXED_FORMAT.items()
     },
+    "_uuids_get": _UUIDS_CACHE.get,
+    "_uuids_new": _uuids_new,
 }
 _UNPACKERS: dict[str, str] = {}  # struct format -> name of its unpack_from in _NAMESPACE
 
@@ -212,7 +228,19 @@ def _decode_value(src: _Source, ftype: Any, target: str, version: int, nullable:
         src.emit("    pos = end")
         src.emit("else:")
         src.depth += 1
-    elif isinstance(ftype.element, Primitive) and ftype.element.size and ftype.element.name != "uuid":
+    elif isinstance(ftype.element, Primitive) and ftype.element.name == "uuid":
+        src.emit(f"if 1 < {length} < 128:")
+        src.emit(f"    end = pos + {length} * 16 - 15")
+        src.emit(f"    if end > len(buf): raise ValueError('{context} runs past the end')")
+        src.emit("    raw = buf[pos + 1:end]")
+        src.emit(f"    {target} = _uuids_get(raw) or _uuids_new(raw)")
+        src.emit("    pos = end")
+        src.emit(f"elif {length} == 1:")
+        src.emit(f"    {target} = ()")
+        src.emit("    pos += 1")
+        src.emit("else:")
+        src.depth += 1
+    elif isinstance(ftype.element, Primitive) and ftype.element.size:
         element = ftype.element
         src.emit(f"if 1 < {length} <= {_SHORT_ARRAY}:")
         src.emit(f"    {target} = _arr_{element.name}[{length}](buf, pos + 1)")
@@ -321,8 +349,6 @@ def _generate(schema: StructSchema, version: int) -> tuple[Callable, Callable]:
     invalid_tags = sorted({f.tag for f in schema.fields if f.tag is not None} - {f.tag for f in tagged})
     cls_name = f"_cls_{id(schema)}"
     _NAMESPACE[cls_name] = schema.cls
-    for f in schema.fields:
-        _NAMESPACE[f"_default_{id(schema)}_{f.attr}"] = f.default_value()
 
     dec = _Source()
     run: list[tuple[Primitive, str]] = []  # consecutive fixed-width fields, read with one struct call
@@ -341,14 +367,15 @@ def _generate(schema: StructSchema, version: int) -> tuple[Callable, Callable]:
             _decode_value(dec, f.type, f.attr, version, f.nullable_in(version), f"{schema.name}.{f.name}")
     if run:
         _decode_fixed(dec, run)
-    for f in schema.fields:
-        if f not in untagged:
-            dec.emit(f"{f.attr} = _default_{id(schema)}_{f.attr}")
+    absent = [f for f in schema.fields if f not in untagged]
+    if absent:  # one tuple unpack: cheaper than a global lookup per field
+        _NAMESPACE[f"_defaults_{id(schema)}_{version}"] = tuple(f.default_value() for f in absent)
+        dec.emit(f"{''.join(f'{f.attr}, ' for f in absent)}= _defaults_{id(schema)}_{version}")
     dec.emit("unknown = ()")
     dec.emit("ntags = buf[pos]")
     dec.emit("if ntags < 128: pos += 1")
     dec.emit("else: ntags, pos = _uvarint(buf, pos)")
-    dec.emit("for _ in range(ntags):")
+    dec.emit("for _ in range(ntags) if ntags else ():")
     dec.depth += 1
     for name in ("tag", "size"):
         dec.emit(f"{name} = buf[pos]")
