@@ -196,9 +196,10 @@ class QuorumController:
         self._purgatory.append((last_offset, future, result.response))
 
     def _complete_after_pending(self, future: Future[Any], response: Any) -> None:
-        """A request that wrote nothing still waits for the writes before it: reads stay linearizable."""
-        if self._purgatory:
-            self._purgatory.append((self._purgatory[-1][0], future, response))
+        """A request that wrote nothing still waits for every write before it: reads stay linearizable."""
+        last_written = self._next_write_offset - 1
+        if self.is_active and last_written > self._committed_offset:
+            self._purgatory.append((last_written, future, response))
         else:
             future.set_result(response)
 
