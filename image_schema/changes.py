@@ -107,10 +107,6 @@ TOUCHED_ROWS: dict[type, TouchedRows] = {
 }
 
 
-def image_rows(image: MetadataImage, table: str) -> dict[Key, Row]:
-    return dict(TABLES[table].image_rows(image))
-
-
 def diff_images(before: MetadataImage, after: MetadataImage, offset: int) -> list[RowVersion]:
     """Row versions that turn `before` into `after`; sub-images shared by both are skipped unread."""
     versions: list[RowVersion] = []

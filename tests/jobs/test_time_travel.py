@@ -1,0 +1,55 @@
+"""The time-travel API: each sub-image at an offset as Arrow and as Spark DataFrames, at a time, and
+what changed between two offsets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jobs.ingest import ingest
+from jobs.time_travel import TimeTravelError, changes_between, dataframes, image_at_offset, image_at_time
+from jobs.warehouse import Warehouse
+from replay.log_replay import replay_paths
+
+SAMPLE = "rjmfernandes_flink-on-prem/data"
+
+
+@pytest.fixture(scope="module")
+def warehouse(samples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
+    warehouse = Warehouse(tmp_path_factory.mktemp("tt") / "warehouse")
+    ingest(samples_dir / SAMPLE, warehouse, image_every=5000)
+    return warehouse
+
+
+def test_spark_dataframes_hold_the_image(spark, warehouse: Warehouse, samples_dir: Path) -> None:
+    offset = 9000  # between published images (every 5000 offsets)
+    frames = dataframes(spark, image_at_offset(warehouse, offset))
+    expected = replay_paths([samples_dir / SAMPLE], offset).image
+    assert frames["partitions"].count() == expected.topics.partition_count()
+    frames["topics"].createOrReplaceTempView("topics_at")
+    names = {row["name"] for row in spark.sql("SELECT name FROM topics_at").collect()}
+    assert names == set(expected.topics.by_name)
+    leaders = frames["partitions"].where("topic_name = '__consumer_offsets' AND partition_id = 0").collect()
+    registration = expected.topics.by_name["__consumer_offsets"].partitions[0]
+    assert [(r["leader"], list(r["isr"])) for r in leaders] == [(registration.leader, list(registration.isr))]
+
+
+def test_image_at_time_is_the_image_after_the_last_batch_by_then(warehouse: Warehouse, samples_dir: Path) -> None:
+    at_offset = image_at_offset(warehouse, 7751)
+    at_time = image_at_time(warehouse, at_offset.provenance.log_time_ms)
+    assert at_time.provenance.log_time_ms == at_offset.provenance.log_time_ms
+    assert at_time.canonical_json() == image_at_offset(warehouse, at_time.provenance.offset).canonical_json()
+    with pytest.raises(TimeTravelError, match="no metadata was committed"):
+        image_at_time(warehouse, 0)
+
+
+def test_changes_between_two_offsets_are_the_history_rows_in_between(warehouse: Warehouse) -> None:
+    changes = changes_between(warehouse, 100, 2000)
+    offsets = [o for table in changes.values() for o in table.column("from_offset").to_pylist()]
+    assert offsets and all(100 < o <= 2000 for o in offsets)
+    before, after = image_at_offset(warehouse, 100), image_at_offset(warehouse, 2000)
+    changed_topics = set(changes["topics"].column("topic_id").to_pylist())
+    old = set(before.tables["topics"].column("topic_id").to_pylist())
+    new = set(after.tables["topics"].column("topic_id").to_pylist())
+    assert old ^ new <= changed_topics
