@@ -186,13 +186,24 @@ class QuorumController:
             return
         try:
             result = operation(self._context())
-            if not result.records:
-                self._complete_after_pending(future, result.response)
-                return
+        except ControllerError as error:
+            future.set_exception(error)
+            return
+        except Exception as error:  # a bug in an operation: nothing was written, the state is intact
+            log.exception("controller %d: %s failed", self.node_id, name)
+            future.set_exception(InternalControllerError(f"{name} failed: {error!r}"))
+            return
+        if not result.records:
+            self._complete_after_pending(future, result.response)
+            return
+        try:
             last_offset = self._append(name, result.records)
         except ControllerError as error:
             future.set_exception(error)
             return
+        except Exception as error:
+            future.set_exception(InternalControllerError(f"{name} failed while appending: {error!r}"))
+            raise  # the working state may be half-updated: the event loop gives up leadership
         self._purgatory.append((last_offset, future, result.response))
 
     def _complete_after_pending(self, future: Future[Any], response: Any) -> None:
