@@ -147,7 +147,8 @@ def start_query(spark: Any, config: MaterializeConfig, writer: MicroBatchWriter)
 
 
 def local_spark(app_name: str = "kraftlake-materialize") -> Any:
-    """A local SparkSession whose Python workers run this interpreter (the venv's), quiet."""
+    """A local SparkSession whose Python workers run this interpreter (the venv's). Quiet: the job reports
+    its own failures in one line ($KRAFTLAKE_SPARK_LOG_LEVEL=WARN shows Spark's log again)."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -160,7 +161,7 @@ def local_spark(app_name: str = "kraftlake-materialize") -> Any:
         .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
-    session.sparkContext.setLogLevel("ERROR")
+    session.sparkContext.setLogLevel(os.environ.get("KRAFTLAKE_SPARK_LOG_LEVEL", "FATAL"))
     return session
 
 
@@ -172,7 +173,16 @@ def run(config: MaterializeConfig, spark: Any | None = None) -> None:
     try:
         query.awaitTermination()
     except Exception as error:
-        raise MaterializeError(writer.failure or f"the streaming query failed: {error}") from None
+        raise MaterializeError(writer.failure or concise_failure(str(error))) from None
+
+
+def concise_failure(text: str) -> str:
+    """The line that says what went wrong, out of a streaming query's error (Python and JVM traces)."""
+    for line in reversed(text.splitlines()):
+        for marker in ("KafkaSourceError: ", "RecordFormatError: ", "ReplayError: "):
+            if marker in line:
+                return line.split(marker, 1)[1].strip()
+    return f"the streaming query failed: {text.splitlines()[0] if text else 'no message'}"
 
 
 def parse_args(argv: list[str] | None) -> MaterializeConfig:
