@@ -13,6 +13,7 @@ any point and restarted ends with the same tables as one that never stopped.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -22,6 +23,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from jobs.gc_pause import paused_collector
 from jobs.kafka_source import SOURCE_NAME, KafkaSource
 from jobs.pipeline import MetadataPipeline
 from jobs.warehouse import Warehouse
@@ -30,6 +32,7 @@ from records.errors import RecordFormatError
 from replay.errors import ReplayError
 
 REBUILD_TIMEOUT_S = 30.0
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,11 @@ class MicroBatchWriter:
         for batch in decode_messages(self.config.topic, messages):
             pipeline.load(batch, source=f"topic {self.config.topic}")
         pipeline.commit()
+        if pipeline.held:
+            log.warning(
+                "waiting for offset %d: %d later batch(es) held until the publisher re-sends it",
+                pipeline.loaded_offset + 1, len(pipeline.held),
+            )
 
     def _catch_up(self, pipeline: MetadataPipeline, before_kafka_offset: int) -> None:
         """Replay what earlier runs of the job consumed (Kafka offsets before `before_kafka_offset`)."""

@@ -1,9 +1,11 @@
 """The one path from decoded batches to published Delta images, shared by ingest and the streaming job.
 
 A `MetadataPipeline` owns a batch loader (transactions folded), a change recorder (row history) and the
-Delta sink. Batches must arrive in offset order; a batch already loaded is dropped (redelivery after a
-restart, a duplicate after a publisher failover), a gap is an error. `commit()` ends a commit cycle:
-pending records are published unless a transaction is open, and everything visible is written.
+Delta sink. A batch already loaded is dropped (redelivery after a restart, a duplicate after a publisher
+failover). A batch beyond a gap is an error for files, which cannot fill it; from the topic it is held
+until the gap fills: after a broker lost acknowledged messages the publisher re-sends from the first one
+lost, so the topic can hold a batch before the ones it follows. `commit()` ends a commit cycle: pending
+records are published unless a transaction is open, and everything visible is written.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from replay.loader import BatchLoader, Manifest
 
 
 class MetadataPipeline:
-    def __init__(self, warehouse: Warehouse, app_id: str = "kraftlake") -> None:
+    def __init__(self, warehouse: Warehouse, app_id: str = "kraftlake", *, hold_gaps: bool = False) -> None:
         self.sink = DeltaSink(warehouse, app_id)
         self.recorder = ChangeRecorder()
         self.loader = BatchLoader(self._published, observer=self.recorder)
+        self.hold_gaps = hold_gaps
+        self.held: dict[int, RecordBatch] = {}  # batches beyond a gap, by base offset
         self._latest: PublishedImage | None = None
         self._batches: list[RecordBatch] = []
 
@@ -41,18 +45,27 @@ class MetadataPipeline:
         self._latest = PublishedImage(image.provenance, manifest.snapshot)
 
     def load(self, batch: RecordBatch, source: str | None = None) -> bool:
-        """Replay `batch` unless already loaded; False when dropped as a duplicate."""
+        """Replay `batch` (and any held batch it unblocks); False when it is a duplicate or held."""
         if batch.last_offset <= self.loaded_offset:
             return False
         if batch.base_offset != self.loaded_offset + 1:
-            raise ReplayError(
-                f"gap in the log: expected offset {self.loaded_offset + 1}, got a batch at {batch.base_offset}",
-                offset=batch.base_offset,
-                source=source,
-            )
+            if not self.hold_gaps or batch.base_offset <= self.loaded_offset:
+                raise ReplayError(
+                    f"gap in the log: expected offset {self.loaded_offset + 1}, got a batch at {batch.base_offset}",
+                    offset=batch.base_offset,
+                    source=source,
+                )
+            self.held.setdefault(batch.base_offset, batch)
+            return False
+        self._replay(batch, source)
+        while (unblocked := self.held.pop(self.loaded_offset + 1, None)) is not None:
+            self._replay(unblocked, source)
+        self.held = {base: held for base, held in self.held.items() if held.last_offset > self.loaded_offset}
+        return True
+
+    def _replay(self, batch: RecordBatch, source: str | None) -> None:
         self.loader.load_batch(batch, source)
         self._batches.append(batch)
-        return True
 
     def load_snapshot(
         self, batches: Iterable[RecordBatch], snapshot_id: SnapshotId, source: str
