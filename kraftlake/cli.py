@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kraftlake.commands.warehouse",
     "kraftlake.commands.quorum",
     "kraftlake.commands.materialize",
+    "kraftlake.commands.admin",
 )
 
 
