@@ -23,6 +23,7 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = _HEADER.size  # 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the part batchLength does not count
 _CRC_START = 21
+_COPY_LIMIT = 1 << 14  # below this, slicing a batch for its CRC is cheaper than a memoryview
 _PREFIX = struct.Struct(">qiibI")
 _AFTER_CRC = struct.Struct(">hiqqqhii")
 
@@ -109,12 +110,10 @@ class RecordBatch:
 def read_header(buf: Any, pos: int, source: str, *, verify_crc: bool = True) -> BatchHeader:
     """The header of the batch at `pos`, with its framing and (optionally) its CRC checked."""
     available = len(buf) - pos
-    if available < LOG_OVERHEAD:
-        raise CorruptBatchError(
-            f"truncated: {available} byte(s) left, too few for a batch header",
-            source=source, position=pos, offset=struct.unpack_from(">q", buf, pos)[0] if available >= 8 else None,
-        )
-    base_offset, batch_length = struct.unpack_from(">qi", buf, pos)
+    if available < HEADER_SIZE:
+        raise _short_header_error(buf, pos, source)
+    fields = _HEADER.unpack_from(buf, pos)
+    base_offset, batch_length, _, magic, crc = fields[:5]
     if batch_length < HEADER_SIZE - LOG_OVERHEAD:
         raise CorruptBatchError(
             f"batch length {batch_length} is smaller than a batch header",
@@ -126,25 +125,48 @@ def read_header(buf: Any, pos: int, source: str, *, verify_crc: bool = True) -> 
             f"truncated: the batch needs {LOG_OVERHEAD + batch_length} bytes, {available} are left",
             source=source, position=pos, offset=base_offset,
         )
-    header = BatchHeader(*_HEADER.unpack_from(buf, pos), pos)
-    if header.magic != MAGIC:
+    if magic != MAGIC:
         raise CorruptBatchError(
-            f"magic byte {header.magic}: only RecordBatch v2 is supported",
-            source=source, position=pos, offset=base_offset,
+            f"magic byte {magic}: only RecordBatch v2 is supported", source=source, position=pos, offset=base_offset
         )
     if verify_crc:
-        actual = crc32c.crc32c(buf[pos + _CRC_START : end])
-        if actual != header.crc:
+        if batch_length < _COPY_LIMIT:
+            actual = crc32c.crc32c(buf[pos + _CRC_START : end])
+        else:  # no copy of a large batch just to checksum it
+            with memoryview(buf) as view:
+                actual = crc32c.crc32c(view[pos + _CRC_START : end])
+        if actual != crc:
             raise CorruptBatchError(
-                f"CRC mismatch: stored {header.crc:#010x}, computed {actual:#010x}",
+                f"CRC mismatch: stored {crc:#010x}, computed {actual:#010x}",
                 source=source, position=pos, offset=base_offset,
             )
-    if header.record_count < 0 or header.last_offset_delta < header.record_count - 1:
+    last_offset_delta, record_count = fields[6], fields[12]
+    if record_count < 0 or last_offset_delta < record_count - 1:
         raise CorruptBatchError(
-            f"record count {header.record_count} does not fit lastOffsetDelta {header.last_offset_delta}",
+            f"record count {record_count} does not fit lastOffsetDelta {last_offset_delta}",
             source=source, position=pos, offset=base_offset,
         )
-    return header
+    return _new_tuple(BatchHeader, (*fields, pos))
+
+
+def _short_header_error(buf: Any, pos: int, source: str) -> CorruptBatchError:
+    """The error for a batch at `pos` with fewer bytes left than a batch header: a cut-off file or a bad length."""
+    available = len(buf) - pos
+    if available < LOG_OVERHEAD:
+        return CorruptBatchError(
+            f"truncated: {available} byte(s) left, too few for a batch header",
+            source=source, position=pos, offset=struct.unpack_from(">q", buf, pos)[0] if available >= 8 else None,
+        )
+    base_offset, batch_length = struct.unpack_from(">qi", buf, pos)
+    if batch_length < HEADER_SIZE - LOG_OVERHEAD:
+        return CorruptBatchError(
+            f"batch length {batch_length} is smaller than a batch header",
+            source=source, position=pos, offset=base_offset,
+        )
+    return CorruptBatchError(
+        f"truncated: the batch needs {LOG_OVERHEAD + batch_length} bytes, {available} are left",
+        source=source, position=pos, offset=base_offset,
+    )
 
 
 def scan_batches(buf: Any, source: str = "<bytes>", *, verify_crc: bool = True) -> Iterator[BatchHeader]:
@@ -164,8 +186,17 @@ def scan_batches(buf: Any, source: str = "<bytes>", *, verify_crc: bool = True) 
 
 def decode_batches(buf: Any, source: str = "<bytes>", *, verify_crc: bool = True) -> Iterator[RecordBatch]:
     """Every batch in `buf`, fully decoded. A batch is yielded whole or not at all."""
-    for header in scan_batches(buf, source, verify_crc=verify_crc):
+    pos = 0
+    end = len(buf)
+    next_offset = None  # as in scan_batches, one generator less per batch
+    while pos < end:
+        try:
+            header = read_header(buf, pos, source, verify_crc=verify_crc)
+        except RecordFormatError as error:
+            raise error.located(offset=next_offset) from None
         yield decode_batch_at(buf, header, source)
+        next_offset = header[0] + header[6] + 1  # last offset + 1
+        pos += LOG_OVERHEAD + header[1]
 
 
 def decode_batch(raw: bytes, source: str = "<bytes>", *, verify_crc: bool = True) -> RecordBatch:
@@ -179,38 +210,59 @@ def decode_batch(raw: bytes, source: str = "<bytes>", *, verify_crc: bool = True
 
 
 def decode_batch_at(buf: Any, header: BatchHeader, source: str) -> RecordBatch:
-    start = header.position + HEADER_SIZE
-    payload = bytes(buf[start : header.position + header.size_in_bytes])
-    codec = header.attributes & COMPRESSION_MASK
+    """The batch whose (already checked) header is `header`, its records decoded."""
+    (base_offset, batch_length, epoch, _, _, attributes, last_offset_delta, base_timestamp, max_timestamp,
+     producer_id, producer_epoch, base_sequence, _, position) = header
+    start = position + HEADER_SIZE
+    payload = bytes(buf[start : position + LOG_OVERHEAD + batch_length])  # no copy when buf is bytes
+    codec = attributes & COMPRESSION_MASK
     try:
         if codec:
             payload = compression.decompress(codec, payload)
-        records = _decode_records(payload, header)
+        records = _decode_records(
+            payload, base_offset, header[12], attributes & CONTROL_FLAG, base_offset + last_offset_delta
+        )
     except RecordFormatError as error:
         # Record errors carry a position inside the records section: make it a position in the source; in a
         # compressed batch only the batch's own position means anything to a reader of the file.
-        reason, position = error.reason, header.position
+        reason, located = error.reason, position
         if error.position is not None:
             if codec:
                 reason = f"{reason} (at byte {error.position} of the decompressed records)"
             else:
-                position = start + error.position
-        offset = header.base_offset if error.offset is None else error.offset
-        raise type(error)(reason, source=source, position=position, offset=offset) from None
-    return RecordBatch(
-        base_offset=header.base_offset,
-        partition_leader_epoch=header.partition_leader_epoch,
-        base_timestamp=header.base_timestamp,
-        max_timestamp=header.max_timestamp,
-        records=records,
-        attributes=header.attributes,
-        last_offset_delta=header.last_offset_delta,
-        producer_id=header.producer_id,
-        producer_epoch=header.producer_epoch,
-        base_sequence=header.base_sequence,
-        position=header.position,
-        size_in_bytes=header.size_in_bytes,
-    )
+                located = start + error.position
+        offset = base_offset if error.offset is None else error.offset
+        raise type(error)(reason, source=source, position=located, offset=offset) from None
+    # RecordBatch(...) without its frozen __init__, whose object.__setattr__ per field costs ~2 us a batch
+    batch = _new_object(RecordBatch)
+    _set_base_offset(batch, base_offset)
+    _set_partition_leader_epoch(batch, epoch)
+    _set_base_timestamp(batch, base_timestamp)
+    _set_max_timestamp(batch, max_timestamp)
+    _set_records(batch, records)
+    _set_attributes(batch, attributes)
+    _set_last_offset_delta(batch, last_offset_delta)
+    _set_producer_id(batch, producer_id)
+    _set_producer_epoch(batch, producer_epoch)
+    _set_base_sequence(batch, base_sequence)
+    _set_position(batch, position)
+    _set_size_in_bytes(batch, LOG_OVERHEAD + batch_length)
+    return batch
+
+
+_new_object = object.__new__
+_set_base_offset = RecordBatch.base_offset.__set__  # type: ignore[attr-defined]
+_set_partition_leader_epoch = RecordBatch.partition_leader_epoch.__set__  # type: ignore[attr-defined]
+_set_base_timestamp = RecordBatch.base_timestamp.__set__  # type: ignore[attr-defined]
+_set_max_timestamp = RecordBatch.max_timestamp.__set__  # type: ignore[attr-defined]
+_set_records = RecordBatch.records.__set__  # type: ignore[attr-defined]
+_set_attributes = RecordBatch.attributes.__set__  # type: ignore[attr-defined]
+_set_last_offset_delta = RecordBatch.last_offset_delta.__set__  # type: ignore[attr-defined]
+_set_producer_id = RecordBatch.producer_id.__set__  # type: ignore[attr-defined]
+_set_producer_epoch = RecordBatch.producer_epoch.__set__  # type: ignore[attr-defined]
+_set_base_sequence = RecordBatch.base_sequence.__set__  # type: ignore[attr-defined]
+_set_position = RecordBatch.position.__set__  # type: ignore[attr-defined]
+_set_size_in_bytes = RecordBatch.size_in_bytes.__set__  # type: ignore[attr-defined]
 
 
 _read_varint = wire.read_varint
@@ -223,20 +275,23 @@ class _NotCanonical(Exception):
 
 
 _NOT_CANONICAL = _NotCanonical()
-# (apiKey << 8 | version) -> body decoder, filled on first use; only one-byte apiKeys and versions.
-_BODY_DECODERS: dict[int, Any] = {}
 
 
-def _body_decoder(key: int) -> Any:
-    try:
-        decoder = framing.body_decoder(key >> 8, key & 0xFF)
-    except RecordFormatError:
-        raise _NOT_CANONICAL from None  # the general decoder raises the located error
-    _BODY_DECODERS[key] = decoder
-    return decoder
+class _BodyDecoders(dict[int, Any]):
+    """(apiKey << 8 | version) -> body decoder, filled on first use (a subscript is cheaper than .get)."""
+
+    def __missing__(self, key: int) -> Any:
+        try:
+            decoder = self[key] = framing.body_decoder(key >> 8, key & 0xFF)
+        except RecordFormatError:
+            raise _NOT_CANONICAL from None  # the general decoder raises the located error
+        return decoder
 
 
-def _decode_records(data: bytes, header: BatchHeader) -> tuple[Record, ...]:
+_BODY_DECODERS = _BodyDecoders()
+
+
+def _decode_records(data: bytes, base: int, count: int, control: int, last_offset: int) -> tuple[Record, ...]:
     """The records of one batch; an error carries the record's offset and its position inside `data`.
 
     Metadata records as Kafka writes them (one- or two-byte varints, timestampDelta 0, null key, no
@@ -244,11 +299,9 @@ def _decode_records(data: bytes, header: BatchHeader) -> tuple[Record, ...]:
     calls of the general path cost more than the record bodies. Anything else, valid or not, goes through
     `_decode_record`, which decodes it or raises the precise error.
     """
-    base = header.base_offset
-    count = header.record_count
     size = len(data)
     pos = 0
-    if header.attributes & CONTROL_FLAG:
+    if control:
         records = []
         for index in range(count):
             record, pos = _decode_record(data, pos, base, index, True)
@@ -304,8 +357,7 @@ def _decode_records(data: bytes, header: BatchHeader) -> tuple[Record, ...]:
                 # apiKey and version bytes >= 0x80 (longer varints) make keys no decoder has: general path
                 version = data[pos + 2]
                 key = data[pos + 1] << 8 | version
-                decoder = decoders.get(key) or _body_decoder(key)
-                message, pos = decoder(data, pos + 3)
+                message, pos = decoders[key](data, pos + 3)
                 if pos != value_end:
                     raise _NOT_CANONICAL
                 append(new(Record, (offset, version, message)))
@@ -315,7 +367,7 @@ def _decode_records(data: bytes, header: BatchHeader) -> tuple[Record, ...]:
                 append(record)
     if pos != size:
         raise CorruptBatchError(
-            f"{size - pos} byte(s) after the last record", offset=header.last_offset, position=pos
+            f"{size - pos} byte(s) after the last record", offset=last_offset, position=pos
         )
     return tuple(records)
 

@@ -351,6 +351,9 @@ def _generate(schema: StructSchema, version: int) -> tuple[Callable, Callable]:
     _NAMESPACE[cls_name] = schema.cls
 
     dec = _Source()
+    if not schema.fields:  # NoOpRecord, EndTransactionRecord: one shared instance unless tags were written
+        _NAMESPACE[f"_empty_{id(schema)}"] = schema.cls()
+        dec.emit(f"if buf[pos] == 0: return _empty_{id(schema)}, pos + 1")
     run: list[tuple[Primitive, str]] = []  # consecutive fixed-width fields, read with one struct call
     for f in untagged:
         if isinstance(f.type, Primitive) and f.type.size:
