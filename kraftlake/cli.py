@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kraftlake.commands.quorum",
     "kraftlake.commands.materialize",
     "kraftlake.commands.admin",
+    "kraftlake.commands.simulate",
 )
 
 

@@ -1,0 +1,46 @@
+"""`kraftlake simulate`: simulated brokers and an operator drive the running controllers (see
+quorum.simulator); prints what was done and refused as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from quorum.controller.admin_client import AdminClient
+from quorum.controller.node import DEFAULT_CONTROLLER_CONFIG, TOKEN_ENV, load_settings
+from quorum.simulator import BrokerSimulator, SimulationConfig
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("simulate", help="simulated brokers and admin workload against the controllers")
+    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--topics", type=int, default=3)
+    parser.add_argument("--partitions", type=int, default=3, help="partitions per topic")
+    parser.add_argument("--replication-factor", type=int, default=3)
+    parser.add_argument("--racks", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=200, help="mixed workload steps after the cluster is built")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--config", type=Path, default=DEFAULT_CONTROLLER_CONFIG)
+    parser.add_argument("--controllers", help="admin addresses host:port,… (default: [admin.addresses])")
+    parser.add_argument("--token", help=f"admin token (default: ${TOKEN_ENV} or [admin] token)")
+    parser.set_defaults(handler=_simulate)
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    if args.controllers:
+        addresses = [a.strip() for a in args.controllers.split(",") if a.strip()]
+        token = args.token or os.environ.get(TOKEN_ENV)
+    else:
+        settings = load_settings(args.config)
+        addresses = [settings.admin_addresses[k] for k in sorted(settings.admin_addresses)]
+        token = args.token or settings.admin_token
+    config = SimulationConfig(
+        brokers=args.brokers, topics=args.topics, partitions=args.partitions,
+        replication_factor=args.replication_factor, racks=args.racks, steps=args.steps, seed=args.seed,
+    )
+    report = BrokerSimulator(AdminClient(addresses, token, timeout_s=120), config).run()
+    print(json.dumps(vars(report), indent=2, sort_keys=True))
+    return 0
