@@ -101,7 +101,6 @@ def main(argv: Sequence[str]) -> int:
     if unknown:
         print(f"bench: no benchmark named {', '.join(unknown)} (have: {', '.join(available())})", file=sys.stderr)
         return 2
-    report = REPORT.read_text() if REPORT.exists() else PREAMBLE
     host = machine()  # before any benchmark pins itself to fewer cores
     for name in names:
         module = importlib.import_module(f"bench.bench_{name}")
@@ -110,8 +109,9 @@ def main(argv: Sequence[str]) -> int:
         doc = (module.__doc__ or "").strip()
         section = render_section(name, doc, rows, host, datetime.datetime.now(datetime.UTC))
         print(section)
-        report = replace_section(report, name, section)
-        REPORT.write_text(report)
+        # read just before writing: another run may have rewritten other sections meanwhile
+        report = REPORT.read_text() if REPORT.exists() else PREAMBLE
+        REPORT.write_text(replace_section(report, name, section))
     return 0
 
 
