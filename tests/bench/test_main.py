@@ -1,0 +1,43 @@
+"""The benchmark runner's report handling: sections are regenerated in place and others are kept."""
+
+from __future__ import annotations
+
+import datetime
+
+from bench.__main__ import PREAMBLE, available, format_value, render_section, replace_section
+
+WHEN = datetime.datetime(2026, 1, 2, 3, 4, tzinfo=datetime.UTC)
+
+
+def section(name: str, value: float) -> str:
+    rows = [{"name": "decode", "value": value, "unit": "records/s", "notes": "a|b"}]
+    return render_section(name, f"What {name} measures.", rows, "Test CPU, 2 cores, Python 3.11.7", WHEN)
+
+
+def test_a_section_names_the_machine_and_date_and_escapes_cells() -> None:
+    text = section("records", 312_345.6)
+    assert text.startswith("## records\n\nWhat records measures.\n")
+    assert "Machine: Test CPU, 2 cores, Python 3.11.7. Run: 2026-01-02 03:04 UTC." in text
+    assert "| decode | 312,346 | records/s | a\\|b |" in text
+
+
+def test_sections_are_replaced_in_place_and_others_kept() -> None:
+    report = replace_section(PREAMBLE, "records", section("records", 1.0))
+    report = replace_section(report, "replay", section("replay", 2.0))
+    updated = replace_section(report, "records", section("records", 3.0))
+    assert updated.index("## records") < updated.index("## replay")
+    assert updated.count("## records") == 1 and updated.count("## replay") == 1
+    assert "| decode | 3 |" in updated and "| decode | 1 |" not in updated
+    assert "| decode | 2 |" in updated
+    assert updated.startswith(PREAMBLE.rstrip("\n"))
+
+
+def test_values_are_formatted_for_reading() -> None:
+    assert format_value(1234567) == "1,234,567"
+    assert format_value(4142.4) == "4,142"
+    assert format_value(3.14159) == "3.14"
+    assert format_value("met") == "met"
+
+
+def test_modules_are_discovered() -> None:
+    assert "records" in available()
