@@ -167,9 +167,9 @@ def local_spark(app_name: str = "kraftlake-materialize") -> Any:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.log.level", os.environ.get("KRAFTLAKE_SPARK_LOG_LEVEL", "FATAL"))
         .getOrCreate()
     )
-    session.sparkContext.setLogLevel(os.environ.get("KRAFTLAKE_SPARK_LOG_LEVEL", "FATAL"))
     return session
 
 

@@ -58,3 +58,4 @@ def entry() -> None:
 
 if __name__ == "__main__":
     entry()
+    "kraftlake.commands.demo",
