@@ -76,7 +76,7 @@ class MicroBatchWriter:
             if self.pipeline is None:
                 if not messages:
                     return
-                self.pipeline = MetadataPipeline(Warehouse(self.config.warehouse))
+                self.pipeline = MetadataPipeline(Warehouse(self.config.warehouse), hold_gaps=True)
                 self._catch_up(self.pipeline, before_kafka_offset=messages[0][0])
             self._apply(self.pipeline, messages)
         except (MaterializeError, ReplayError) as error:

@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kraftlake.commands.warehouse",
     "kraftlake.commands.quorum",
     "kraftlake.commands.materialize",
+    "kraftlake.commands.demo",
     "kraftlake.commands.admin",
     "kraftlake.commands.simulate",
 )
@@ -58,4 +59,3 @@ def entry() -> None:
 
 if __name__ == "__main__":
     entry()
-    "kraftlake.commands.demo",
