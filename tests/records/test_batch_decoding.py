@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 
+import crc32c
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from records import framing, wire
 from records import metadata_types as mt
 from records.batch import RecordBatch, decode_batch, encode_batch, make_batch
+from records.errors import CorruptBatchError
 from tests.records import strategies
 from tests.records.test_errors import batch
 
@@ -94,3 +97,26 @@ def test_decoded_batches_have_every_field_set() -> None:
     names = [f.name for f in dataclasses.fields(RecordBatch)]
     assert {name: getattr(decoded, name) for name in names} == {name: getattr(expected, name) for name in names}
     assert decoded == expected
+
+
+def test_a_recurring_small_batch_is_rebased_to_its_own_offsets() -> None:
+    """Identical record sections (NoOp heartbeats) may be decoded once and re-based: each copy must still
+    get the offsets of its own batch, and the same bytes under a wrong record count must still fail."""
+    messages = [mt.NoOpRecord(), mt.NoOpRecord()]
+    first = decode_batch(encode_batch(make_batch(10, 1, 5, messages)))
+    again = decode_batch(encode_batch(make_batch(9_000, 2, 6, messages)))
+    assert [r.offset for r in first.records] == [10, 11]
+    assert [r.offset for r in again.records] == [9_000, 9_001]
+    assert again.records[0].message == mt.NoOpRecord() and again.partition_leader_epoch == 2
+    one = decode_batch(encode_batch(make_batch(3, 1, 5, [mt.NoOpRecord()])))
+    assert [r.offset for r in one.records] == [3]
+    raw = bytearray(encode_batch(make_batch(20, 1, 5, messages)))
+    raw[57:61] = (3).to_bytes(4, "big")  # claims 3 records for the 2 it holds
+    raw[23:27] = (2).to_bytes(4, "big")
+    with pytest.raises(CorruptBatchError):
+        decode_batch(_with_crc(raw))
+
+
+def _with_crc(raw: bytearray) -> bytes:
+    raw[17:21] = crc32c.crc32c(bytes(raw[21:])).to_bytes(4, "big")
+    return bytes(raw)
