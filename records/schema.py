@@ -168,7 +168,7 @@ def _uuids_new(raw: bytes) -> tuple[str, ...]:
     return texts
 
 
-_SHORT_ARRAY = 64  # arrays up to this length unpack with a prebuilt format string
+_SHORT_ARRAY = 64  # compact lengths up to this (arrays of up to 63 items) unpack with a prebuilt Struct
 
 _NAMESPACE: dict[str, Any] = {
     "_uvarint": wire.read_uvarint,
@@ -180,10 +180,6 @@ _NAMESPACE: dict[str, Any] = {
     "_pack": struct.pack,
     "_new": tuple.__new__,
     "_MAXSTR": wire.MAX_STRING_LENGTH,
-    **{
-        f"_fmt_{name}": tuple(f">{n}{code}" for n in range(_SHORT_ARRAY))
-        for name, code in _FIXED_FORMAT.items()
-    },
     # indexed by the compact length (count + 1) of a short array
     **{
         f"_arr_{name}": (None, None, *(struct.Struct(">" + code * n).unpack_from for n in range(1, _SHORT_ARRAY)))
@@ -271,11 +267,8 @@ def _decode_value(src: _Source, ftype: Any, target: str, version: int, nullable:
             src.emit(f"{target} = bytes(buf[pos:end])")
         src.emit("pos = end")
     elif isinstance(ftype.element, Primitive) and ftype.element.size and ftype.element.name != "uuid":
-        element = ftype.element
-        src.emit(
-            f"{target} = _unpack(_fmt_{element.name}[{length}] if {length} < {_SHORT_ARRAY} "
-            f"else '>%d{_FIXED_FORMAT[element.name]}' % {length}, buf, pos)"
-        )
+        element = ftype.element  # a long array: the short ones took the fast path
+        src.emit(f"{target} = _unpack('>%d{_FIXED_FORMAT[element.name]}' % {length}, buf, pos)")
         src.emit(f"pos += {length} * {element.size}")
     elif isinstance(ftype.element, Primitive) and ftype.element.name == "uuid":
         items = src.fresh("items")

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from records import compression, framing
+from records import compression, framing, wire
+from records import metadata_types as mt
 from records.batch import decode_batch, decode_batches, encode_batch, make_batch
 from records.json_form import message_from_json, message_to_json
 from records.schema import StructSchema
@@ -112,3 +113,27 @@ def test_concatenated_batches_decode_in_order(cases: list[Any]) -> None:
     decoded = list(decode_batches(raw))
     assert [d.records for d in decoded] == [b.records for b in batches]
     assert [r.offset for d in decoded for r in d.records] == list(range(offset))
+
+
+LENGTHS = [0, 1, 2, 62, 63, 64, 65, 126, 127, 128, 129, 300]
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_lengths_around_the_one_byte_varint_limits(n: int) -> None:
+    """Short and long arrays, strings and bytes take different decode paths: all must round trip, alone and
+    inside a batch."""
+    uuids = tuple(wire.uuid_to_text(bytes([i % 256]) * 16) for i in range(n))
+    messages = [
+        (mt.PartitionRecord(topic_id=uuids[0] if n else wire.ZERO_UUID, replicas=tuple(range(n)),
+                            isr=tuple(range(n, 0, -1)), adding_replicas=tuple(range(n // 2)), directories=uuids), 2),
+        (mt.PartitionChangeRecord(isr=tuple(range(n)), directories=uuids, eligible_leader_replicas=()), 2),
+        (mt.ConfigRecord(resource_name="é" * n, name="x" * n, value="v" * n), 0),
+        (mt.UserScramCredentialRecord(name="u", salt=bytes(range(256))[:n] * 2, stored_key=b"k" * n), 0),
+        (mt.DelegationTokenRecord(owner="o" * n, renewers=tuple("r" * i for i in range(min(n, 40)))), 0),
+        (mt.TopicRecord(name="t", topic_id=wire.ZERO_UUID, unknown_tagged_fields=((9, b"z" * n),)), 0),
+    ]
+    for message, version in messages:
+        value = framing.encode_metadata_value(message, version)
+        assert framing.decode_metadata_value(value) == (message, version)
+    batch = make_batch(0, 1, 2, [m for m, _ in messages], versions={type(m): v for m, v in messages})
+    assert [r.message for r in decode_batch(encode_batch(batch)).records] == [m for m, _ in messages]
