@@ -80,8 +80,9 @@ class MetadataDelta:
 
     def replay(self, message: Any) -> None:
         """Apply one metadata record (not a transaction marker: the loader consumes those)."""
-        handler = self._handlers.get(type(message))
-        if handler is None:
+        try:
+            handler = self._handlers[type(message)]
+        except KeyError:  # first record of its type in this delta (a miss costs nothing in the common case)
             handler = self._handlers[type(message)] = self._handler_for(type(message))
         handler(message)
 

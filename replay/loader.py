@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from records import RecordBatch, SnapshotId
 from records import metadata_types as mt
 from records.control_types import SnapshotHeaderRecord
-from replay.delta import MetadataDelta
+from replay.delta import TRANSACTION_MARKERS, MetadataDelta
 from replay.errors import ReplayError
 from replay.image import EMPTY_IMAGE, MetadataImage, Provenance
 
@@ -63,6 +63,7 @@ class LoaderObserver(Protocol):
         """The image was replaced by a snapshot's (any open transaction is dropped)."""
 
 _OPEN = (TransactionState.STARTED, TransactionState.CONTINUED)
+_NONE = TransactionState.NONE
 
 
 class BatchLoader:
@@ -97,15 +98,29 @@ class BatchLoader:
         self.last_time_ms = batch.append_time_ms
         self.last_epoch = batch.partition_leader_epoch
         if not batch.is_control:
-            for index, record in enumerate(batch.records):
+            records = batch.records
+            # Fast path (the replay hot path): a metadata record outside any transaction, nobody observing,
+            # only goes to the delta; everything else takes `_replay` and its state machine.
+            plain = self._observer is None
+            replay = self.delta.replay
+            for index, record in enumerate(records):
+                message = record.message
                 try:
-                    self._replay(record.offset, record.message)
+                    if plain and self.transaction is _NONE and type(message) not in TRANSACTION_MARKERS:
+                        self.has_seen_record = True
+                        replay(message)
+                        continue
+                    self._replay(record.offset, message)
                 except ReplayError as error:
+                    if index:
+                        self.last_offset = records[index - 1].offset
                     raise error.at(record.offset, source) from None
                 if self.transaction is TransactionState.STARTED and (index > 0 or self.num_batches > 0):
+                    if index:
+                        self.last_offset = records[index - 1].offset  # the pending image ends before the Begin
                     self._publish_pending(aligned=index == 0)
                     self.transaction = TransactionState.STARTED
-                self.last_offset = record.offset
+                replay = self.delta.replay
         self.last_offset = batch.last_offset
         self.num_bytes += batch.size_in_bytes
         self.num_batches += 1

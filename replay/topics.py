@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from replay.errors import ReplayError
-from replay.mapping import empty_map, merged
+from replay.mapping import copied, empty_map, merged
 
 NO_LEADER_CHANGE = -2
 NO_RECOVERY_STATE_CHANGE = -1
@@ -37,46 +37,47 @@ class PartitionRegistration(NamedTuple):
 
     @classmethod
     def from_record(cls, record: Any) -> PartitionRegistration:
-        return cls(
-            replicas=record.replicas,
-            directories=_directories(record.directories, len(record.replicas)),
-            isr=record.isr,
-            removing_replicas=record.removing_replicas,
-            adding_replicas=record.adding_replicas,
-            elr=record.eligible_leader_replicas or (),
-            last_known_elr=record.last_known_elr or (),
-            leader=record.leader,
-            leader_recovery_state=record.leader_recovery_state,
-            leader_epoch=record.leader_epoch,
-            partition_epoch=record.partition_epoch,
-        )
+        replicas = record.replicas
+        return _new_partition(cls, (  # positional: the replay hot path (see bench/bench_replay.py)
+            replicas,
+            record.directories or _migrating(len(replicas)),
+            record.isr,
+            record.removing_replicas,
+            record.adding_replicas,
+            record.eligible_leader_replicas or (),
+            record.last_known_elr or (),
+            record.leader,
+            record.leader_recovery_state,
+            record.leader_epoch,
+            record.partition_epoch,
+        ))
 
     def merge(self, change: Any) -> PartitionRegistration:
-        replicas = self.replicas if change.replicas is None else change.replicas
+        (replicas, directories, isr, removing, adding, elr, last_known_elr, leader, recovery, leader_epoch,
+         partition_epoch) = self
+        if change.replicas is not None:
+            if not change.directories:
+                directories = _reassigned_directories(replicas, directories, change.replicas)
+            replicas = change.replicas
         if change.directories:
             directories = change.directories
-        elif change.replicas is not None:
-            directories = _reassigned_directories(self.replicas, self.directories, replicas)
-        else:
-            directories = self.directories
-        if change.leader == NO_LEADER_CHANGE:
-            leader, leader_epoch = self.leader, self.leader_epoch
-        else:
-            leader, leader_epoch = change.leader, self.leader_epoch + 1
-        recovery = change.leader_recovery_state
-        return PartitionRegistration(
-            replicas=replicas,
-            directories=directories,
-            isr=self.isr if change.isr is None else change.isr,
-            removing_replicas=self.removing_replicas if change.removing_replicas is None else change.removing_replicas,
-            adding_replicas=self.adding_replicas if change.adding_replicas is None else change.adding_replicas,
-            elr=self.elr if change.eligible_leader_replicas is None else change.eligible_leader_replicas,
-            last_known_elr=self.last_known_elr if change.last_known_elr is None else change.last_known_elr,
-            leader=leader,
-            leader_recovery_state=self.leader_recovery_state if recovery == NO_RECOVERY_STATE_CHANGE else recovery,
-            leader_epoch=leader_epoch,
-            partition_epoch=self.partition_epoch + 1,
-        )
+        if change.leader != NO_LEADER_CHANGE:
+            leader, leader_epoch = change.leader, leader_epoch + 1
+        if change.leader_recovery_state != NO_RECOVERY_STATE_CHANGE:
+            recovery = change.leader_recovery_state
+        return _new_partition(PartitionRegistration, (
+            replicas,
+            directories,
+            isr if change.isr is None else change.isr,
+            removing if change.removing_replicas is None else change.removing_replicas,
+            adding if change.adding_replicas is None else change.adding_replicas,
+            elr if change.eligible_leader_replicas is None else change.eligible_leader_replicas,
+            last_known_elr if change.last_known_elr is None else change.last_known_elr,
+            leader,
+            recovery,
+            leader_epoch,
+            partition_epoch + 1,
+        ))
 
     def cleared_elr(self) -> PartitionRegistration:
         """The partition after ClearElrRecord: a merge of empty ELR lists (so the partition epoch moves)."""
@@ -94,9 +95,17 @@ def _reassigned_directories(
     return tuple(by_replica.get(replica, fill) for replica in new_replicas)
 
 
-def _directories(directories: tuple[str, ...], replica_count: int) -> tuple[str, ...]:
-    """Kafka fills a missing directory list (records before 3.7-IV2) with MIGRATING per replica."""
-    return directories if directories else (MIGRATING_DIRECTORY,) * replica_count
+_new_partition = tuple.__new__
+_MIGRATING = [(MIGRATING_DIRECTORY,) * count for count in range(16)]
+
+
+def _migrating(replica_count: int) -> tuple[str, ...]:
+    """Kafka fills a missing directory list (records before 3.7-IV2) with MIGRATING per replica; one shared
+    tuple per usual replica count (a million partitions need not hold a million copies)."""
+    try:
+        return _MIGRATING[replica_count]
+    except IndexError:
+        return (MIGRATING_DIRECTORY,) * replica_count
 
 
 @dataclass(frozen=True)
@@ -187,11 +196,11 @@ class TopicsDelta:
         self.created[record.name] = record.topic_id
 
     def replay_partition(self, record: Any) -> None:
-        delta = self._topic_delta(record.topic_id)
+        delta = self.changed.get(record.topic_id) or self._topic_delta(record.topic_id)
         delta.partition_changes[record.partition_id] = PartitionRegistration.from_record(record)
 
     def replay_partition_change(self, record: Any) -> None:
-        delta = self._topic_delta(record.topic_id)
+        delta = self.changed.get(record.topic_id) or self._topic_delta(record.topic_id)
         partition = delta.partition(record.partition_id)
         if partition is None:
             raise ReplayError(f"Unable to find partition {record.topic_id}:{record.partition_id}")
@@ -247,8 +256,8 @@ class TopicsDelta:
     def apply(self) -> TopicsImage:
         if not self.changed and not self.deleted:
             return self.image
-        by_id = dict(self.image.by_id)
-        by_name = dict(self.image.by_name)
+        by_id = copied(self.image.by_id)
+        by_name = copied(self.image.by_name)
         for topic_id in self.deleted:
             topic = by_id.pop(topic_id, None)
             if topic is not None and by_name.get(topic.name) is topic:
