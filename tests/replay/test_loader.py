@@ -247,13 +247,19 @@ def test_a_begin_after_abort_in_the_same_batch_starts_a_fresh_transaction() -> N
 # -- errors ------------------------------------------------------------------------------------------
 
 
-def test_a_record_that_cannot_apply_names_its_offset_and_source() -> None:
+@pytest.mark.parametrize(
+    ("record", "reason"),
+    [(change("ghost", 0, leader=1), "Unable to find topic"), (change("foo", 7, leader=1), "Unable to find partition")],
+    ids=["unknown_topic", "unknown_partition"],
+)
+def test_a_record_that_cannot_apply_names_its_offset_and_source(record: object, reason: str) -> None:
     loader = BatchLoader()
-    loader.load_batch(data(0, 1, 10, [MV()]))
-    with pytest.raises(ReplayError, match="Unable to find topic") as info:
-        loader.load_batch(data(10, 1, 10, [N(), N(), change("ghost", 0, leader=1)]), source="x.log")
+    loader.load_batch(data(0, 1, 10, [MV(), T("foo"), P("foo", 0)]))
+    with pytest.raises(ReplayError, match=reason) as info:
+        loader.load_batch(data(10, 1, 10, [N(), N(), record]), source="x.log")
     assert (info.value.offset, info.value.source) == (12, "x.log")
     assert str(info.value).startswith("x.log, offset 12: ")
+    assert loader.visible_image().provenance.offset == 11, "the records before the bad one were loaded"
 
 
 def test_an_error_inside_a_transaction_names_the_record_not_the_begin() -> None:
