@@ -373,12 +373,13 @@ def _generate(schema: StructSchema, version: int) -> tuple[Callable, Callable]:
     dec.emit("else: ntags, pos = _uvarint(buf, pos)")
     dec.emit("for _ in range(ntags) if ntags else ():")
     dec.depth += 1
-    for name in ("tag", "size"):
-        dec.emit(f"{name} = buf[pos]")
-        dec.emit(f"if {name} < 128: pos += 1")
-        dec.emit(f"else: {name}, pos = _uvarint(buf, pos)")
-    dec.emit("tag_end = pos + size")
-    dec.emit("if tag_end > len(buf): raise ValueError('tagged field runs past the end')")
+    dec.emit("tag = buf[pos]")
+    dec.emit("size = buf[pos + 1]")
+    dec.emit("if tag < 128 and size < 128: pos += 2")
+    dec.emit("else:")
+    dec.emit("    tag, pos = _uvarint(buf, pos)")
+    dec.emit("    size, pos = _uvarint(buf, pos)")
+    dec.emit("tag_end = pos + size")  # a known field checks that it ends there; an unknown one, below
     keyword = "if"
     for f in tagged:
         dec.emit(f"{keyword} tag == {f.tag}:")
@@ -392,6 +393,7 @@ def _generate(schema: StructSchema, version: int) -> tuple[Callable, Callable]:
         dec.emit(f"    raise ValueError('tag %d is not valid for {schema.name} version {version}' % tag)")
         keyword = "elif"
     dec.emit("else:" if keyword == "elif" else "if True:")
+    dec.emit("    if tag_end > len(buf): raise ValueError('tagged field runs past the end')")
     dec.emit("    unknown += ((tag, bytes(buf[pos:tag_end])),)")
     dec.emit("    pos = tag_end")
     dec.depth -= 1
