@@ -271,10 +271,8 @@ _new_tuple = tuple.__new__
 
 
 class _NotCanonical(Exception):
-    """Raised inside the fast path to hand a record to the general decoder."""
-
-
-_NOT_CANONICAL = _NotCanonical()
+    """Raised inside the fast path to hand a record to the general decoder (a new instance each time: a
+    shared one would collect the traceback of every raise)."""
 
 
 class _BodyDecoders(dict[int, Any]):
@@ -284,7 +282,7 @@ class _BodyDecoders(dict[int, Any]):
         try:
             decoder = self[key] = framing.body_decoder(key >> 8, key & 0xFF)
         except RecordFormatError:
-            raise _NOT_CANONICAL from None  # the general decoder raises the located error
+            raise _NotCanonical from None  # the general decoder raises the located error
         return decoder
 
 
@@ -332,12 +330,12 @@ def _decode_records(data: bytes, base: int, count: int, control: int, last_offse
                 else:
                     b2 = data[pos + 1]
                     if b2 >= 0x80:
-                        raise _NOT_CANONICAL
+                        raise _NotCanonical
                     b = (b & 0x7F) | (b2 << 7)
                     pos += 2
                 end = pos + (b >> 1)
                 if b & 1 or end > size or data[pos + 1]:
-                    raise _NOT_CANONICAL
+                    raise _NotCanonical
                 # offsetDelta (1-2 bytes)
                 b = data[pos + 2]
                 if b < 0x80:
@@ -345,32 +343,32 @@ def _decode_records(data: bytes, base: int, count: int, control: int, last_offse
                 else:
                     b2 = data[pos + 3]
                     if b2 >= 0x80:
-                        raise _NOT_CANONICAL
+                        raise _NotCanonical
                     b = (b & 0x7F) | (b2 << 7)
                     pos += 4
                 offset = base + ((b >> 1) ^ -(b & 1))
                 # null key (-1), valueLength (1-2 bytes)
                 b = data[pos + 1]
                 if data[pos] != 1:
-                    raise _NOT_CANONICAL
+                    raise _NotCanonical
                 if b < 0x80:
                     pos += 2
                 else:
                     b2 = data[pos + 2]
                     if b2 >= 0x80:
-                        raise _NOT_CANONICAL
+                        raise _NotCanonical
                     b = (b & 0x7F) | (b2 << 7)
                     pos += 3
                 value_end = pos + (b >> 1)
                 # the value fills the record up to its headers count, 0; frame 1
                 if b & 1 or value_end != end - 1 or data[value_end] or data[pos] != 1:
-                    raise _NOT_CANONICAL
+                    raise _NotCanonical
                 # apiKey and version bytes >= 0x80 (longer varints) make keys no decoder has: general path
                 version = data[pos + 2]
                 key = data[pos + 1] << 8 | version
                 message, pos = decoders[key](data, pos + 3)
                 if pos != value_end:
-                    raise _NOT_CANONICAL
+                    raise _NotCanonical
                 append(new(Record, (offset, version, message)))
                 pos = end
             except (_NotCanonical, IndexError, ValueError, struct.error):
