@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,7 +22,7 @@ from quorum.messages import Envelope, RaftMessage, SnapshotRef
 from quorum.quorum_state import FileElectionStore
 from quorum.raft import NotLeaderError, RaftConfig, RaftNode
 from quorum.snapshots import snapshot_data_batches
-from quorum.state import Role
+from quorum.state import Leader, Role
 from records import RecordBatch, decode_batch
 
 
@@ -38,13 +38,23 @@ class SnapshotReader:
 
 
 class RaftListener(Protocol):
-    """What a state machine implements. Callbacks run on the quorum's event loop, in offset order."""
+    """What a state machine implements. Callbacks run on the quorum's event loop, in offset order.
+
+    As in Kafka, this node's own election is reported only once every batch below its epoch's start has
+    been handed to `handle_commit`: a new leader's state machine starts from the whole committed history.
+    """
 
     def handle_commit(self, batches: list[RecordBatch]) -> None: ...
 
     def handle_load_snapshot(self, reader: SnapshotReader) -> None: ...
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None: ...
+
+
+class AppendFuture(asyncio.Future[int]):
+    """Completes with the batch's last offset once committed; `base_offset` is known at once (-1 if refused)."""
+
+    base_offset: int = -1
 
 
 def monotonic_ms() -> float:
@@ -81,6 +91,8 @@ class RaftClient:
         self._delivered_end = 0
         self._snapshot_delivered: SnapshotRef | None = None
         self._known_leader: tuple[int | None, int] = (None, -1)
+        self._announced_leader: tuple[int | None, int] = (None, -1)  # what the listeners were told
+        self._prefix_floor: Callable[[], int] | None = None
         self._task: asyncio.Task[None] | None = None
 
     # -- the API a state machine uses ---------------------------------------------------------------------
@@ -105,22 +117,54 @@ class RaftClient:
     def high_watermark(self) -> int:
         return self.core.high_watermark
 
-    def append(self, messages: Sequence[Any]) -> asyncio.Future[int]:
-        """Append one batch; the future completes with its last offset once committed, or fails with
-        NotLeaderError (naming the known leader) if this node is not, or stops being, the leader."""
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    @property
+    def end_offset(self) -> int:
+        return self.core.log.end_offset
+
+    def append(self, messages: Sequence[Any], versions: Mapping[type, int] | None = None) -> AppendFuture:
+        """Append one batch, each record type at `versions[type]` (default: its latest version). The future
+        carries the batch's base offset at once and completes with its last offset once committed, or fails
+        with NotLeaderError (naming the known leader) if this node is not, or stops being, the leader."""
+        future = AppendFuture(loop=asyncio.get_running_loop())
         try:
-            last_offset = self.core.append(monotonic_ms(), messages)
+            last_offset = self.core.append(monotonic_ms(), messages, versions=versions)
         except NotLeaderError as error:
             future.set_exception(error)
             return future
+        future.base_offset = last_offset - len(messages) + 1
         self._pending[last_offset] = (self.core.epoch, future)
         self._wakeup.set()
         return future
 
-    def create_snapshot(self, end_offset: int, messages: Sequence[Any], timestamp_ms: int) -> SnapshotRef:
-        """The snapshot hook: the state machine passes its records as of `end_offset` (committed, exclusive)."""
-        return self.core.create_snapshot(end_offset, messages, timestamp_ms)
+    def read_committed(self, start_offset: int, max_batches: int) -> list[tuple[int, bytes]]:
+        """(base offset, bytes) of up to `max_batches` committed batches from `start_offset` (a batch
+        boundary) on; LookupError when it is below the log start (deleted behind a snapshot)."""
+        log = self.core.log
+        if start_offset < log.start_offset:
+            raise LookupError(f"offset {start_offset} is below the log start {log.start_offset}")
+        entries = log.entries_between(start_offset, self.core.high_watermark)
+        return [(e.base_offset, e.data) for e in entries if e.base_offset >= start_offset][:max_batches]
+
+    def create_snapshot(self, end_offset: int, records: Sequence[tuple[Any, int]], timestamp_ms: int) -> SnapshotRef:
+        """The snapshot hook: the state machine passes its (record, version) pairs as of `end_offset`
+        (committed, exclusive, a batch boundary), e.g. `QuorumController.snapshot_records()`."""
+        snapshot = self.core.create_snapshot(end_offset, records, timestamp_ms)
+        self._release_prefix()
+        return snapshot
+
+    def snapshot_id(self, end_offset: int) -> SnapshotRef:
+        """The id of a snapshot ending at `end_offset`, checked; with `save_snapshot` it lets a big snapshot
+        be encoded (`quorum.snapshots.encode_snapshot`) off the event loop."""
+        return self.core.snapshot_id(end_offset)
+
+    def save_snapshot(self, snapshot: SnapshotRef, data: bytes) -> None:
+        self.core.save_snapshot(snapshot, data)
+        self._release_prefix()
+
+    def hold_log_prefix(self, floor: Callable[[], int]) -> None:
+        """Keep the log from `floor()` on even once a snapshot covers it (e.g. until a publisher has copied
+        it elsewhere); without a floor the prefix goes as soon as a snapshot covers it."""
+        self._prefix_floor = floor
 
     def resign(self) -> None:
         """Graceful hand-off: resign and tell the voters (EndQuorumEpoch) who should succeed."""
@@ -205,12 +249,25 @@ class RaftClient:
             for envelope in self.core.take_outbox():
                 self._send(envelope)
         self._notify()
+        self._release_prefix()
+
+    def _release_prefix(self) -> None:
+        """Delete what the latest snapshot covers, down to the holder's floor; whole batches only."""
+        log = self.core.log
+        if log.start_offset < log.snapshot_end_offset:
+            limit = log.snapshot_end_offset if self._prefix_floor is None else self._prefix_floor()
+            self.core.delete_log_prefix(limit)
 
     def _notify(self) -> None:
         core = self.core
         log = core.log
+        # A listener below the log start can only catch up from the snapshot; a new one starts from it too
+        # (the log may still hold the prefix behind it, kept for another reader).
+        behind = self._delivered_end < log.start_offset or (
+            self._delivered_end == 0 and self._snapshot_delivered is None
+        )
         if log.snapshot is not None and log.snapshot_data is not None and (
-            self._delivered_end < log.start_offset and log.snapshot != self._snapshot_delivered
+            behind and self._delivered_end < log.snapshot.end_offset and log.snapshot != self._snapshot_delivered
         ):
             reader = SnapshotReader(log.snapshot, log.snapshot_data)
             for listener in self._listeners:
@@ -238,5 +295,17 @@ class RaftClient:
                     del self._pending[last_offset]
                     if not future.done():
                         future.set_exception(NotLeaderError(core.leader_id, core.epoch))
-            for listener in self._listeners:
-                listener.handle_leader_change(*leadership)
+        self._announce_leader()
+
+    def _announce_leader(self) -> None:
+        """Tell the listeners who leads; this node's own leadership waits until every batch below the
+        epoch's start has been delivered (they commit together with the epoch's LeaderChange batch)."""
+        core = self.core
+        leadership = (core.leader_id, core.epoch)
+        if leadership == self._announced_leader:
+            return
+        if isinstance(core.state, Leader) and self._delivered_end < core.state.epoch_start_offset:
+            return
+        self._announced_leader = leadership
+        for listener in self._listeners:
+            listener.handle_leader_change(*leadership)

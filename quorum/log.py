@@ -79,20 +79,19 @@ class RaftLog:
         recovered = storage.recover()
         self.snapshot = recovered.snapshot
         self.snapshot_data = recovered.snapshot_data
-        self.start_offset = recovered.snapshot.end_offset if recovered.snapshot else 0
-        self._entries: list[LogEntry] = []
-        for entry in recovered.entries:
-            if entry.base_offset < self.start_offset:
-                continue
-            if entry.base_offset != self.end_offset:
-                break  # a gap can only follow a lost tail: nothing after it is trustworthy
-            self._entries.append(entry)
+        self._entries = _contiguous_log(recovered.entries, self.snapshot_end_offset)
+        self.start_offset = self._entries[0].base_offset if self._entries else self.snapshot_end_offset
         self._bases = [entry.base_offset for entry in self._entries]
         self.flushed_end_offset = self.end_offset
 
     @property
     def end_offset(self) -> int:
         return self._entries[-1].end_offset if self._entries else self.start_offset
+
+    @property
+    def snapshot_end_offset(self) -> int:
+        """Where the latest snapshot ends (0 without one): the log may still hold the prefix below it."""
+        return self.snapshot.end_offset if self.snapshot else 0
 
     @property
     def last_epoch(self) -> int:
@@ -147,10 +146,9 @@ class RaftLog:
 
     def epoch_before(self, offset: int) -> int:
         """The epoch of the batch holding `offset - 1` (a snapshot's epoch is that of its last offset)."""
-        if offset == self.start_offset:
-            return self.snapshot.epoch if self.snapshot else 0
-        index = bisect.bisect_right(self._bases, offset - 1) - 1
-        return self._entries[index].epoch
+        if offset > self.start_offset:
+            return self._entries[bisect.bisect_right(self._bases, offset - 1) - 1].epoch
+        return self.snapshot.epoch if self.snapshot and offset == self.snapshot.end_offset else 0
 
     def is_batch_boundary(self, offset: int) -> bool:
         """Snapshots are only taken at batch boundaries: Kafka never splits a batch across them."""
@@ -177,18 +175,31 @@ class RaftLog:
     def entries_between(self, start: int, end: int) -> list[LogEntry]:
         """The batches holding offsets in [start, end)."""
         index = max(bisect.bisect_right(self._bases, start) - 1, 0)
-        return [e for e in self._entries[index:] if e.base_offset < end and e.end_offset > start]
+        stop = bisect.bisect_left(self._bases, end)
+        return [e for e in self._entries[index:stop] if e.end_offset > start]
 
     def save_snapshot(self, snapshot: SnapshotRef, data: bytes) -> None:
-        """Keep a snapshot of [0, end) and forget the log prefix it covers."""
+        """Keep a snapshot of [0, end); the log prefix it covers stays until `delete_prefix`."""
         self.storage.save_snapshot(snapshot, data)
         self.snapshot, self.snapshot_data = snapshot, data
-        keep = [e for e in self._entries if e.base_offset >= snapshot.end_offset]
-        self.storage.delete_prefix(snapshot.end_offset)
-        self._entries = keep
-        self._bases = [e.base_offset for e in keep]
-        self.start_offset = snapshot.end_offset
+
+    def delete_prefix(self, offset: int) -> int:
+        """Forget the batches that end at or below `offset`, never past the latest snapshot (the data must
+        stay somewhere); returns the new start offset, always a batch boundary."""
+        limit = min(offset, self.snapshot_end_offset)
+        if limit <= self.start_offset:
+            return self.start_offset
+        # the batch holding offset `limit` stays whole
+        keep_from = len(self._entries) if limit >= self.end_offset else bisect.bisect_right(self._bases, limit) - 1
+        if keep_from == 0:
+            return self.start_offset
+        new_start = self._entries[keep_from].base_offset if keep_from < len(self._entries) else self.end_offset
+        del self._entries[:keep_from]
+        del self._bases[:keep_from]
+        self.storage.delete_prefix(new_start)
+        self.start_offset = new_start
         self.flushed_end_offset = max(self.flushed_end_offset, self.start_offset)
+        return new_start
 
     def install_snapshot(self, snapshot: SnapshotRef, data: bytes) -> None:
         """Replace the whole log by a snapshot fetched from the leader (the follower was below its log start)."""
@@ -197,6 +208,25 @@ class RaftLog:
         self._entries, self._bases = [], []
         self.start_offset = snapshot.end_offset
         self.flushed_end_offset = self.start_offset
+
+
+def _contiguous_log(entries: list[LogEntry], snapshot_end: int) -> list[LogEntry]:
+    """The recovered batches that form one log with the snapshot: a contiguous run that starts at 0 or at a
+    batch boundary no later than the snapshot's end, and reaches it. A gap past the snapshot can only follow
+    a lost tail, so nothing after it is trustworthy; a run that stops short of the snapshot is useless."""
+    kept: list[LogEntry] = []
+    for entry in entries:
+        if kept and entry.base_offset == kept[-1].end_offset:
+            kept.append(entry)
+            continue
+        if kept and kept[-1].end_offset >= snapshot_end:
+            break
+        if entry.base_offset > snapshot_end:
+            break
+        kept = [entry]
+    if kept and kept[-1].end_offset < snapshot_end:
+        return []
+    return kept
 
 
 class SimulatedDisk:

@@ -1,5 +1,6 @@
 """Launch real quorum processes on loopback (for the integration tests and the benchmark): free ports, a
-config file in a scratch directory, `python -m kraftlake.cli quorum start` per voter, SIGKILL and restart."""
+config file in a scratch directory, `python -m kraftlake.cli quorum start` (or `controller start`) per
+voter, SIGKILL and restart."""
 
 from __future__ import annotations
 
@@ -40,13 +41,13 @@ class QuorumProcesses:
         self.config: QuorumConfig = load_config(self.config_path)
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
 
+    def command(self, node: int) -> list[str]:
+        return [sys.executable, "-m", "kraftlake.cli", "quorum", "start", "--node-id", str(node),
+                "--config", str(self.config_path)]
+
     def start(self, node: int) -> None:
-        log = (self.root / f"node-{node}.out").open("ab")
-        self.processes[node] = subprocess.Popen(
-            [sys.executable, "-m", "kraftlake.cli", "quorum", "start", "--node-id", str(node),
-             "--config", str(self.config_path)],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-        )
+        with (self.root / f"node-{node}.out").open("ab") as log:
+            self.processes[node] = subprocess.Popen(self.command(node), cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
 
     def start_all(self) -> None:
         for node in self.config.voters:
@@ -57,15 +58,19 @@ class QuorumProcesses:
         process.send_signal(signal.SIGKILL)
         process.wait()
 
+    def stop(self, node: int, timeout_s: float = 10.0) -> int:
+        """SIGTERM (graceful), SIGKILL after `timeout_s`; returns the exit code."""
+        process = self.processes.pop(node)
+        process.send_signal(signal.SIGTERM)
+        try:
+            return process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            return process.wait()
+
     def stop_all(self) -> None:
         for node in list(self.processes):
-            process = self.processes.pop(node)
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            self.stop(node)
 
     def wait_for_leader(self, deadline_s: float = 30.0, excluding: int | None = None) -> dict[str, Any]:
         """The leader's describe view once a leader (other than `excluding`) has committed its epoch."""
@@ -77,3 +82,33 @@ class QuorumProcesses:
                     return view
             time.sleep(0.1)
         raise AssertionError(f"no leader within {deadline_s} s")
+
+
+class ControllerProcesses(QuorumProcesses):
+    """`kraftlake controller start` per voter: the quorum plus the controller, its admin API on a free port
+    and (given a broker) the publisher into `topic`."""
+
+    def __init__(
+        self, root: Path, bootstrap_servers: str | None, topic: str, voters: int = 3, controller: str = ""
+    ) -> None:
+        super().__init__(root, voters)
+        self.bootstrap_servers = bootstrap_servers
+        self.topic = topic
+        admin_ports = free_ports(voters)
+        self.admin_addresses = {node: f"127.0.0.1:{port}" for node, port in zip(self.config.voters, admin_ports,
+                                                                                 strict=True)}
+        lines = ["[controller]", controller, "[admin.addresses]"]
+        lines += [f'{node} = "{address}"' for node, address in self.admin_addresses.items()]
+        lines += ["[publisher]", f'topic = "{topic}"']
+        self.controller_config_path = root / "controller.toml"
+        self.controller_config_path.write_text("\n".join(lines) + "\n")
+
+    def command(self, node: int) -> list[str]:
+        command = [sys.executable, "-m", "kraftlake.cli", "controller", "start", "--node-id", str(node),
+                   "--quorum-config", str(self.config_path), "--config", str(self.controller_config_path)]
+        if self.bootstrap_servers is None:
+            return [*command, "--no-publisher"]
+        return [*command, "--bootstrap-servers", self.bootstrap_servers]
+
+    def output(self, node: int) -> str:
+        return (self.root / f"node-{node}.out").read_text(errors="replace")

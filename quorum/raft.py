@@ -10,7 +10,7 @@ leader counts its own end offset only once flushed: the high watermark is always
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,7 +121,7 @@ class RaftNode:
         self.rng = rng
         self.bugs = bugs or BugFlags()
         self.outbox: list[Envelope] = []
-        self.high_watermark = log.start_offset  # a snapshot only ever holds committed offsets
+        self.high_watermark = log.snapshot.end_offset if log.snapshot else 0  # a snapshot is always committed
         self._next_request_id = 1
         self._persisted = store.read()
         self.state: EpochState = self._initial_state(self._persisted, now)
@@ -245,13 +245,22 @@ class RaftNode:
             self._maybe_advance_leader_hw(self.state)
         self._poll(now)
 
-    def append(self, now: float, messages: Sequence[Any], timestamp_ms: int | None = None) -> int:
-        """Append one batch of metadata records as leader; returns its last offset (committed later)."""
+    def append(
+        self,
+        now: float,
+        messages: Sequence[Any],
+        timestamp_ms: int | None = None,
+        versions: Mapping[type, int] | None = None,
+    ) -> int:
+        """Append one batch of metadata records as leader; returns its last offset (committed later).
+
+        `versions` picks each record type's schema version (the writer's metadata.version decides which it
+        may use); a type it does not name is written at its latest version."""
         state = self.state
         if not isinstance(state, Leader):
             raise NotLeaderError(self.leader_id, self.epoch)
         timestamp = self.timestamp_of(now) if timestamp_ms is None else timestamp_ms
-        last = self._append_as_leader(state, messages, timestamp, False)
+        last = self._append_as_leader(state, messages, timestamp, False, versions)
         self._poll(now)
         return last
 
@@ -268,15 +277,36 @@ class RaftNode:
             self._send(voter, EndQuorumEpochRequest(state.epoch, self.config.node_id, successors))
         self._poll(now)
 
-    def create_snapshot(self, end_offset: int, messages: Sequence[Any], timestamp_ms: int) -> SnapshotRef:
-        """Write the state machine's records as the snapshot of [0, end_offset) and drop that log prefix."""
+    def snapshot_id(self, end_offset: int) -> SnapshotRef:
+        """The id a snapshot of [0, end_offset) would get; ValueError unless `end_offset` is committed, a batch
+        boundary in the log, and past the latest snapshot."""
         if end_offset > self.high_watermark:
             raise ValueError(f"snapshot end offset {end_offset} is above the high watermark {self.high_watermark}")
-        if end_offset <= self.log.start_offset or not self.log.is_batch_boundary(end_offset):
-            raise ValueError(f"snapshot end offset {end_offset} is not a batch boundary after the log start")
-        snapshot = SnapshotRef(end_offset, self.log.epoch_before(end_offset))
-        self.log.save_snapshot(snapshot, encode_snapshot(snapshot.epoch, messages, timestamp_ms))
+        latest = self.log.snapshot.end_offset if self.log.snapshot else 0
+        if end_offset <= max(latest, self.log.start_offset) or not self.log.is_batch_boundary(end_offset):
+            raise ValueError(
+                f"snapshot end offset {end_offset} is not a batch boundary after the log start and the latest "
+                f"snapshot ({latest})"
+            )
+        return SnapshotRef(end_offset, self.log.epoch_before(end_offset))
+
+    def create_snapshot(self, end_offset: int, records: Sequence[tuple[Any, int]], timestamp_ms: int) -> SnapshotRef:
+        """Write the state machine's (record, version) pairs as the snapshot of [0, end_offset). The log prefix
+        it covers stays until `delete_log_prefix` (the driver decides when it may go)."""
+        snapshot = self.snapshot_id(end_offset)
+        self.save_snapshot(snapshot, encode_snapshot(snapshot.epoch, records, timestamp_ms))
         return snapshot
+
+    def save_snapshot(self, snapshot: SnapshotRef, data: bytes) -> None:
+        """Keep an already encoded snapshot (from `snapshot_id` + `encode_snapshot`, e.g. encoded on another
+        thread); checked again, as the log may have moved on meanwhile."""
+        if self.snapshot_id(snapshot.end_offset) != snapshot:
+            raise ValueError(f"snapshot {snapshot} no longer matches the log")
+        self.log.save_snapshot(snapshot, data)
+
+    def delete_log_prefix(self, offset: int) -> int:
+        """Forget the log below `offset` (never past the latest snapshot); returns the new log start offset."""
+        return self.log.delete_prefix(offset)
 
     # -- elections -----------------------------------------------------------------------------------------
 
@@ -441,8 +471,16 @@ class RaftNode:
         self._append_as_leader(state, [change], self.timestamp_of(now), True)
         self._send_begin_epoch(now, state)
 
-    def _append_as_leader(self, state: Leader, messages: Sequence[Any], timestamp_ms: int, control: bool) -> int:
-        batch = make_batch(self.log.end_offset, state.epoch, timestamp_ms, messages, control=control)
+    def _append_as_leader(
+        self,
+        state: Leader,
+        messages: Sequence[Any],
+        timestamp_ms: int,
+        control: bool,
+        versions: Mapping[type, int] | None = None,
+    ) -> int:
+        batch = make_batch(self.log.end_offset, state.epoch, timestamp_ms, messages, control=control,
+                           versions=versions)
         entry = LogEntry(batch.base_offset, batch.last_offset, state.epoch, encode_batch(batch))
         self.log.append(entry)
         return entry.last_offset

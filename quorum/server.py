@@ -23,6 +23,7 @@ from records.metadata_types import NoOpRecord
 PEER_QUEUE_LIMIT = 10_000
 RECONNECT_BACKOFF_S = 0.05
 APPEND_TIMEOUT_S = 10.0
+SHUTDOWN_GRACE_S = 2.0
 
 
 class PeerLink:
@@ -79,6 +80,7 @@ class QuorumServer:
         self.peers = {
             peer: PeerLink(host, port) for peer, (host, port) in config.voters.items() if peer != node_id
         }
+        self._connections: dict[asyncio.Task[Any], asyncio.StreamWriter] = {}
 
     def _send(self, envelope: Envelope) -> None:
         link = self.peers.get(envelope.destination)
@@ -98,11 +100,26 @@ class QuorumServer:
         self.client.resign()
         await asyncio.sleep(0.1)  # let EndQuorumEpoch reach the voters
         server.close()
+        await self._close_connections()
         await self.client.stop()
         for link in self.peers.values():
             link.close()
 
+    async def _close_connections(self) -> None:
+        """End every inbound connection so its handler returns by itself: Python 3.11's stream server logs a
+        CancelledError traceback for a handler task still running (hence cancelled) when the loop ends."""
+        for writer in self._connections.values():
+            writer.close()
+        handlers = list(self._connections)
+        if handlers:
+            _, late = await asyncio.wait(handlers, timeout=SHUTDOWN_GRACE_S)
+            for task in late:  # stuck in an append: its answer no longer matters
+                task.cancel()
+
     async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections[task] = writer
         try:
             while True:
                 header, blobs = await read_frame(reader)
@@ -121,6 +138,7 @@ class QuorumServer:
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
+            del self._connections[task]
             writer.close()
 
     async def _append(self, record_count: int) -> dict[str, Any]:

@@ -248,17 +248,20 @@ class Simulation:
         self._at(self.now + self.rng.uniform(10.0, 120.0), self._write)
 
     def _snapshot(self) -> None:
-        """A state machine snapshotting its committed state, which drops the log prefix behind it."""
+        """A state machine snapshotting its committed state; the driver drops some or all of the prefix behind it."""
         live = [n for n in self.nodes.values() if n.core is not None]
         node = self.rng.choice(live) if live else None
         if node is None or node.core is None:
             return
         core = node.core
-        boundaries = [e.end_offset for e in core.log.entries if e.end_offset <= core.high_watermark]
+        boundaries = [
+            e.end_offset for e in core.log.entries if core.log.snapshot_end_offset < e.end_offset <= core.high_watermark
+        ]
         if boundaries:
             end = self.rng.choice(boundaries)
-            snapshot = core.create_snapshot(end, [NoOpRecord()], int(self.now))
-            self._log(f"node {node.node_id} snapshots at {snapshot.end_offset}-{snapshot.epoch}")
+            snapshot = core.create_snapshot(end, [(NoOpRecord(), 0)], int(self.now))
+            start = core.delete_log_prefix(self.rng.randint(core.log.start_offset, end))  # may hold some back
+            self._log(f"node {node.node_id} snapshots at {snapshot.end_offset}-{snapshot.epoch}, log starts at {start}")
 
     def _schedule_faults(self) -> None:
         for _ in range(self.rng.randint(0, 8)):

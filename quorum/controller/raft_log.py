@@ -1,11 +1,8 @@
 """`MetadataLog` over the quorum's `RaftClient`, which lives on an asyncio loop in another thread.
 
 The controller and the publisher run on threads of their own; every call into the Raft client is made on
-its loop, and its callbacks (already in offset order) are handed to them as they are.
-
-Gaps in the client's API, worked around here and listed for the quorum's owner: `append` takes no record
-versions (the batch is written at each type's latest version, right only at the latest metadata.version),
-and returns no base offset (read from the log end just before appending, on the loop).
+its loop, and its callbacks (already in offset order, this node's own election only once every earlier
+batch is delivered) are handed to them as they are.
 """
 
 from __future__ import annotations
@@ -45,28 +42,20 @@ class RaftMetadataLog:
             client = self._client
             if client.epoch != epoch or client.leader_id != client.node_id:
                 raise NotLeaderError(LeaderAndEpoch(client.leader_id, client.epoch))
-            base = client.core.log.end_offset
-            future = client.append(list(messages))
+            future = client.append(list(messages), versions)
             if future.done() and future.exception() is not None:
                 raise NotLeaderError(LeaderAndEpoch(client.leader_id, client.epoch))
             future.add_done_callback(lambda done: done.cancelled() or done.exception())  # commit comes by listener
-            return base
+            return future.base_offset
 
         return self._on_loop(append_on_loop)
 
     def end_offset(self) -> int:
-        return self._on_loop(lambda: self._client.core.log.end_offset)
+        return self._on_loop(lambda: self._client.end_offset)
 
     def read_committed(self, start_offset: int) -> Iterator[tuple[int, bytes]]:
         while True:
-            def chunk(start: int = start_offset) -> list[tuple[int, bytes]]:
-                core = self._client.core
-                if start < core.log.start_offset:
-                    raise LookupError(f"offset {start} is below the log start {core.log.start_offset}")
-                entries = core.log.entries_between(start, core.high_watermark)[:READ_CHUNK_BATCHES]
-                return [(e.base_offset, e.data) for e in entries if e.base_offset >= start]
-
-            batches = self._on_loop(chunk)
+            batches = self._on_loop(lambda start=start_offset: self._client.read_committed(start, READ_CHUNK_BATCHES))
             if not batches:
                 return
             yield from batches

@@ -13,6 +13,7 @@ from quorum.quorum_state import ElectionState, FileElectionStore
 from quorum.raft import RaftConfig, RaftNode
 from quorum.snapshots import encode_snapshot, snapshot_data_batches
 from quorum.state import Role
+from records import metadata_types as mt
 from records import read_batches
 from records.metadata_types import NoOpRecord
 from tests.quorum.scripted import batch
@@ -79,7 +80,7 @@ def test_divergence_lookup_and_batch_boundaries(tmp_path: Path) -> None:
 def test_snapshot_file_format_and_prefix_deletion(tmp_path: Path) -> None:
     log = _log(tmp_path, segment_bytes=200)
     _fill(log, 10, epoch=2)
-    data = encode_snapshot(2, [NoOpRecord()] * 3, 1234)
+    data = encode_snapshot(2, [(NoOpRecord(), 0)] * 3, 1234)
     log.save_snapshot(SnapshotRef(6, 2), data)
     directory = tmp_path / LOG_DIR_NAME
     checkpoint = directory / "00000000000000000006-0000000002.checkpoint"
@@ -89,10 +90,33 @@ def test_snapshot_file_format_and_prefix_deletion(tmp_path: Path) -> None:
     assert type(batches[-1].records[0].message).__name__ == "SnapshotFooterRecord"
     assert sum(len(b.records) for b in snapshot_data_batches(data)) == 3
     assert all(b.partition_leader_epoch == 2 for b in batches)
+    assert log.start_offset == 0  # the prefix stays until its holder lets it go
+    assert log.delete_prefix(100) == 6  # never past the snapshot
     assert min(int(p.stem) for p in directory.glob("*.log")) > 0  # whole segments below 6 are gone
     reopened = _log(tmp_path, segment_bytes=200)
-    assert reopened.start_offset == 6 and reopened.end_offset == 10
+    first_segment = min(int(p.stem) for p in directory.glob("*.log"))
+    assert reopened.start_offset == first_segment <= 6 and reopened.end_offset == 10
     assert reopened.snapshot == SnapshotRef(6, 2)
+    assert reopened.epoch_before(6) == 2
+
+
+def test_a_held_prefix_survives_a_restart_and_is_deleted_later(tmp_path: Path) -> None:
+    log = _log(tmp_path, segment_bytes=200)
+    _fill(log, 10, epoch=2)
+    log.save_snapshot(SnapshotRef(8, 2), encode_snapshot(2, [(NoOpRecord(), 0)], 1234))
+    assert log.delete_prefix(3) == 3
+    assert log.entries[0].base_offset == 3 and log.end_offset == 10
+    reopened = _log(tmp_path, segment_bytes=200)
+    assert reopened.start_offset <= 3 and reopened.snapshot == SnapshotRef(8, 2)
+    assert [e.base_offset for e in reopened.entries] == list(range(reopened.start_offset, 10))
+    assert reopened.delete_prefix(8) == 8
+    assert reopened.entries_between(8, 10)[0].base_offset == 8
+
+
+def test_snapshot_records_keep_their_versions() -> None:
+    data = encode_snapshot(1, [(mt.PartitionRecord(partition_id=0), 0), (mt.PartitionRecord(partition_id=1), 2)], 5)
+    records = [r for b in snapshot_data_batches(data) for r in b.records]
+    assert [(r.version, r.message.partition_id) for r in records] == [(0, 0), (2, 1)]
 
 
 def test_quorum_state_uses_kafka_field_names(tmp_path: Path) -> None:
