@@ -18,8 +18,8 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from image_schema.changes import RowVersion
 from image_schema.tables import TABLES, Row
-from jobs.failpoints import failpoint
 from jobs.warehouse import BATCHES, BATCHES_SCHEMA, IMAGES, IMAGES_SCHEMA, Warehouse, history_name, history_schema
+from kraftlake.failpoints import failpoint
 from records import RecordBatch
 from replay.image import Provenance
 

@@ -14,11 +14,13 @@ import logging
 import queue
 import random
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from kraftlake import failpoints
 from quorum.controller import cluster, configs, features, quotas, replication, security
 from quorum.controller.clock import Clock, SystemClock
 from quorum.controller.config import ControllerConfig
@@ -47,6 +49,8 @@ log = logging.getLogger(__name__)
 
 _BEGIN, _END, _ABORT = mt.BeginTransactionRecord, mt.EndTransactionRecord, mt.AbortTransactionRecord
 _IDLE_WAKEUP_S = 0.05
+# Armed (see kraftlake.failpoints), the controller dies half-way through writing a metadata transaction.
+MID_TRANSACTION_FAILPOINT = "controller.mid_transaction"
 
 
 class QuorumController:
@@ -239,6 +243,9 @@ class QuorumController:
                 self._rebuild_state()
                 raise InternalControllerError(f"{name} failed and wrote nothing: {error}") from None
             self._append_chunk(chunk)
+            if index == 0 and len(chunks) > 1 and failpoints.armed(MID_TRANSACTION_FAILPOINT):
+                time.sleep(1.0)  # the quorum commits the first part; the rest is never written
+                failpoints.failpoint(MID_TRANSACTION_FAILPOINT)
         return self._next_write_offset - 1
 
     def _append_chunk(self, chunk: list[Any]) -> None:
