@@ -225,11 +225,13 @@ class RaftClient:
             timeout = max(0.0, (self.core.next_deadline(monotonic_ms()) - monotonic_ms()) / 1000.0)
             inbox_wait = asyncio.ensure_future(self._inbox.get())
             wakeup_wait = asyncio.ensure_future(self._wakeup.wait())
-            done, pending = await asyncio.wait(
-                {inbox_wait, wakeup_wait}, timeout=min(timeout, 3600.0), return_when=asyncio.FIRST_COMPLETED
-            )
-            for task in pending:
-                task.cancel()
+            try:
+                done, _ = await asyncio.wait(
+                    {inbox_wait, wakeup_wait}, timeout=min(timeout, 3600.0), return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:  # also when `stop` cancels this task: no waiter may outlive it
+                for task in (inbox_wait, wakeup_wait):
+                    task.cancel()
             self._wakeup.clear()
             now = monotonic_ms()
             if inbox_wait in done:

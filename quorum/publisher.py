@@ -17,6 +17,10 @@ If a broker loses acknowledged messages (noida-db after SIGKILL loses up to a se
 on, the next message lands where a lost one was: the delivered Kafka offsets go backwards. The publisher
 notices, ends the session and re-sends from the first batch lost, so a consumer that ignores batches beyond
 a gap in base offsets (and drops those seen before) still sees every batch, in order.
+
+`published_offset` says how far the topic is known to hold the log; the quorum keeps its log prefix from
+there on even once a snapshot covers it. A standby learns it from the topic's tail now and then, so its
+own log does not grow without end while another node publishes.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import functools
 import logging
 import struct
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +46,7 @@ log = logging.getLogger(__name__)
 DEFAULT_TOPIC = "kraftlake-metadata"  # Apache Kafka refuses to create `__cluster_metadata`
 KEY = struct.Struct(">q")
 _REMEMBERED_DELIVERIES = 100_000  # far more than a broker can lose in its last second
+STANDBY_READ_TIMEOUT_S = 5.0
 
 
 def encode_key(base_offset: int) -> bytes:
@@ -64,6 +70,7 @@ class PublisherConfig:
     retry_backoff_max_ms: int = 5_000
     delivery_timeout_ms: int = 30_000  # a batch not acknowledged by then ends the session (and is re-sent)
     max_in_flight_batches: int = 10_000
+    standby_refresh_ms: int = 10_000  # how often a standby reads how far the topic goes
     extra_producer_config: tuple[tuple[str, str], ...] = ()
 
 
@@ -79,7 +86,7 @@ class MetadataPublisher:
         self._closed = False
         self._thread = threading.Thread(target=self._run, name=f"metadata-publisher-{node_id}", daemon=True)
         self._lock = threading.Lock()
-        self.published_offset = -1  # last offset of the newest batch acknowledged by Kafka in this process
+        self.published_offset = -1  # the topic holds every batch up to this offset, as far as this node knows
         self.sessions = 0  # producer sessions started (each one resumed from the topic's tail)
         self._resend_from: int | None = None  # set when a broker lost acknowledged batches
 
@@ -111,11 +118,15 @@ class MetadataPublisher:
 
     def _run(self) -> None:
         backoff = self.config.retry_backoff_ms
+        next_refresh = 0.0
         while not self._closed:
             self._wakeup.wait(timeout=0.5)
             if self._closed:
                 return
             if not self._active:
+                if time.monotonic() >= next_refresh:
+                    next_refresh = time.monotonic() + self.config.standby_refresh_ms / 1000
+                    self._refresh_from_topic()
                 continue
             try:
                 self._session()
@@ -128,10 +139,20 @@ class MetadataPublisher:
                 self._wakeup.wait(backoff / 1000)
                 backoff = min(backoff * 2, self.config.retry_backoff_max_ms)
 
+    def _refresh_from_topic(self) -> None:
+        """On a standby: the topic's tail is as far as the active node's publisher has got."""
+        try:
+            tail = resume_offset(self.config, timeout_s=STANDBY_READ_TIMEOUT_S)
+        except Exception as error:  # an unreachable broker only delays the standby's log cleanup
+            log.debug("publisher: cannot read the topic's tail: %s", error)
+            return
+        self.published_offset = max(self.published_offset, tail - 1)
+
     def _session(self) -> None:
         """One producer session: resume after the topic's last batch, then follow the committed log."""
         ensure_topic(self.config)
         next_offset = resume_offset(self.config)
+        self.published_offset = max(self.published_offset, next_offset - 1)
         if self._resend_from is not None:
             next_offset = min(next_offset, self._resend_from)
             self._resend_from = None
@@ -156,6 +177,8 @@ class MetadataPublisher:
         finally:
             session.close()
             self._resend_from = session.resend_from
+            if session.resend_from is not None:  # the broker lost batches it had acknowledged
+                self.published_offset = min(self.published_offset, session.resend_from - 1)
 
     def _read(self, start_offset: int) -> Any:
         try:
@@ -283,9 +306,9 @@ def last_message(config: PublisherConfig, timeout_s: float = 30.0) -> Message | 
         consumer.close()
 
 
-def resume_offset(config: PublisherConfig) -> int:
+def resume_offset(config: PublisherConfig, timeout_s: float = 30.0) -> int:
     """The first offset not in the topic: after the batch of its last message, or 0 for an empty topic."""
-    message = last_message(config)
+    message = last_message(config, timeout_s)
     if message is None:
         return 0
     value = message.value()

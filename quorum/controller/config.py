@@ -30,6 +30,9 @@ class ControllerConfig:
     delegation_token_max_lifetime_ms: int = 7 * 24 * 3600 * 1000
     delegation_token_renew_interval_ms: int = 24 * 3600 * 1000
     scram_iterations: int = 4096
+    # metadata.log.max.record.bytes.between.snapshots and metadata.log.max.snapshot.interval.ms
+    snapshot_max_new_record_bytes: int = 20 * 1024 * 1024
+    snapshot_max_interval_ms: int = 3_600_000
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata_version", parse_metadata_version(self.metadata_version))

@@ -142,11 +142,11 @@ class QuorumController:
             return NotControllerError(leader_id, self.leader_address(leader_id), detail=" yet (it is activating)")
         return NotControllerError(leader_id, self.leader_address(leader_id))
 
-    def snapshot_records(self) -> tuple[int, list[tuple[Any, int]]]:
-        """(end offset, (record, version) pairs) of a snapshot of the committed image: the quorum's snapshot
-        hook. The end offset is a batch boundary outside any transaction."""
+    def snapshot_records(self) -> tuple[int, list[tuple[Any, int]], int]:
+        """(end offset, (record, version) pairs, last contained log time in ms) of a snapshot of the committed
+        image: the quorum's snapshot hook. The end offset is a batch boundary outside any transaction."""
         image = self._loader.image
-        return image.provenance.offset + 1, image_records(image).records
+        return image.provenance.offset + 1, image_records(image).records, image.provenance.log_time_ms
 
     # -- the event loop -------------------------------------------------------------------------------------
 

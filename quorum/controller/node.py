@@ -1,5 +1,6 @@
 """One controller node in a real process: a quorum voter (the quorum's own server) with the controller,
-its admin API and the publisher on top, all reading the same committed log."""
+its admin API, the publisher and the snapshot generator on top, all reading the same committed log. The
+log prefix behind a snapshot is only deleted once the publisher has copied it to Kafka."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from quorum.controller.admin_api import AdminServer
 from quorum.controller.config import ControllerConfig
 from quorum.controller.controller import QuorumController
 from quorum.controller.raft_log import RaftMetadataLog
+from quorum.controller.snapshot_generator import SnapshotGenerator
 from quorum.publisher import DEFAULT_TOPIC, MetadataPublisher, PublisherConfig
 from quorum.server import QuorumServer
 
@@ -65,12 +67,18 @@ async def serve(quorum_config_path: Path, settings: ControllerSettings, node_id:
     quorum_config = load_config(quorum_config_path)
     server = QuorumServer(quorum_config, node_id)
     metadata_log = RaftMetadataLog(server.client, asyncio.get_running_loop())
+    controller_config = settings.controller_config(node_id)
     controller = QuorumController(
-        metadata_log, settings.controller_config(node_id), controller_addresses=settings.admin_addresses
+        metadata_log, controller_config, controller_addresses=settings.admin_addresses
     ).start()
     publisher = None
     if bootstrap:
         publisher = MetadataPublisher(metadata_log, node_id, PublisherConfig(bootstrap, settings.topic)).start()
+        server.client.hold_log_prefix(lambda: publisher.published_offset + 1)
+    snapshots = SnapshotGenerator(
+        controller, metadata_log, controller_config.snapshot_max_new_record_bytes,
+        controller_config.snapshot_max_interval_ms,
+    ).start()
     address = settings.admin_addresses.get(node_id, "127.0.0.1:0")
     host, _, port = address.rpartition(":")
     admin = AdminServer(controller, host, int(port), settings.admin_token).start()
@@ -81,6 +89,7 @@ async def serve(quorum_config_path: Path, settings: ControllerSettings, node_id:
     finally:
         # Off the loop: the controller's thread may be waiting on a call it made to the loop.
         await loop.run_in_executor(None, admin.close)
+        await loop.run_in_executor(None, snapshots.close)
         await loop.run_in_executor(None, controller.close)
         if publisher is not None:
             await loop.run_in_executor(None, publisher.close)

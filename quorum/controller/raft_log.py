@@ -13,6 +13,7 @@ from typing import Any
 
 from quorum.client import RaftClient, SnapshotReader
 from quorum.controller.metadata_log import LeaderAndEpoch, MetadataListener, NotLeaderError
+from quorum.snapshots import encode_snapshot
 from records import RecordBatch, SnapshotId
 
 READ_CHUNK_BATCHES = 1000
@@ -60,6 +61,14 @@ class RaftMetadataLog:
                 return
             yield from batches
             start_offset = batches[-1][0] + 1
+
+    def write_snapshot(self, end_offset: int, records: Sequence[tuple[Any, int]], log_time_ms: int) -> SnapshotId:
+        """Snapshot [0, end_offset) as `records` ((record, version) pairs). Encoded on the calling thread, so a
+        big image does not stall the quorum's loop; ValueError when `end_offset` is no snapshot point."""
+        snapshot = self._on_loop(lambda: self._client.snapshot_id(end_offset))
+        data = encode_snapshot(snapshot.epoch, records, log_time_ms)
+        self._on_loop(lambda: self._client.save_snapshot(snapshot, data))
+        return SnapshotId(snapshot.end_offset, snapshot.epoch)
 
     # -- RaftListener (on the loop) ------------------------------------------------------------------------------
 

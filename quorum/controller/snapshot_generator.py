@@ -1,0 +1,102 @@
+"""Kafka's SnapshotGenerator on a controller node: once enough bytes were committed since the last snapshot
+(or enough time passed with something new), the controller's committed image is written as a snapshot of the
+quorum's log. Records keep the versions the image's metadata.version allows.
+
+Only the snapshot is taken here. The log prefix it covers is deleted later, by the quorum client, and only
+as far as the publisher has copied it to Kafka (`RaftClient.hold_log_prefix`): the topic must never miss a
+batch because a snapshot made it unreadable.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+
+from quorum.controller.controller import QuorumController
+from quorum.controller.metadata_log import LeaderAndEpoch
+from quorum.controller.raft_log import RaftMetadataLog
+from records import RecordBatch, SnapshotId
+
+log = logging.getLogger(__name__)
+_POLL_S = 1.0
+
+
+class SnapshotGenerator:
+    """A MetadataListener that counts committed bytes; a thread of its own writes the snapshots."""
+
+    def __init__(
+        self, controller: QuorumController, metadata_log: RaftMetadataLog, max_new_bytes: int, max_interval_ms: int
+    ) -> None:
+        self._controller = controller
+        self._log = metadata_log
+        self._max_new_bytes = max_new_bytes
+        self._max_interval_s = max_interval_ms / 1000.0
+        self._lock = threading.Lock()  # the byte count moves on the quorum's loop and on this thread
+        self._new_bytes = 0
+        self._since = time.monotonic()
+        self._wakeup = threading.Event()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="snapshot-generator", daemon=True)
+        self.latest: SnapshotId | None = None
+
+    def start(self) -> SnapshotGenerator:
+        self._log.register(self)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._closed = True
+        self._wakeup.set()
+        self._thread.join(timeout=30)
+
+    # -- MetadataListener (on the quorum's loop) -----------------------------------------------------------
+
+    def handle_commit(self, batches: Sequence[RecordBatch]) -> None:
+        with self._lock:
+            self._new_bytes += sum(batch.size_in_bytes for batch in batches)
+            due = self._new_bytes >= self._max_new_bytes
+        if due:
+            self._wakeup.set()
+
+    def handle_load_snapshot(self, snapshot_id: SnapshotId, batches: Sequence[RecordBatch]) -> None:
+        with self._lock:
+            self._new_bytes = 0
+        self._since = time.monotonic()
+        self.latest = snapshot_id
+
+    def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
+        """Every voter snapshots its own log, leader or not."""
+
+    # -- the thread ------------------------------------------------------------------------------------------
+
+    def _due(self) -> bool:
+        if self._new_bytes >= self._max_new_bytes:
+            return True
+        return self._new_bytes > 0 and time.monotonic() - self._since >= self._max_interval_s
+
+    def _run(self) -> None:
+        while not self._closed:
+            self._wakeup.wait(_POLL_S)
+            self._wakeup.clear()
+            if not self._closed and self._due():
+                self.write_snapshot()
+
+    def write_snapshot(self) -> SnapshotId | None:
+        """Snapshot the controller's committed image now; None when there is nothing new to snapshot."""
+        new_bytes = self._new_bytes
+        try:
+            end_offset, records, log_time_ms = self._controller.snapshot_records()
+            if self.latest is not None and end_offset <= self.latest.end_offset:
+                return None
+            snapshot = self._log.write_snapshot(end_offset, records, log_time_ms)
+        except ValueError as error:  # nothing committed yet, or not a snapshot point (the log moved on)
+            log.info("snapshot skipped: %s", error)
+            return None
+        with self._lock:
+            self._new_bytes -= new_bytes
+        self._since = time.monotonic()
+        self.latest = snapshot
+        log.info("snapshot %s written (%d records)", snapshot.file_name(), len(records))
+        return snapshot
