@@ -31,10 +31,11 @@ def free_ports(count: int) -> list[int]:
 
 
 class QuorumProcesses:
-    def __init__(self, root: Path, voters: int = 3) -> None:
+    def __init__(self, root: Path, voters: int = 3, quorum: str = "") -> None:
+        """`quorum`: extra lines of the [quorum] section (e.g. timeouts, segment_bytes)."""
         self.root = root
         ports = free_ports(voters)
-        lines = ["[quorum]", f'data_dir = "{root / "data"}"', "[voters]"]
+        lines = ["[quorum]", f'data_dir = "{root / "data"}"', quorum, "[voters]"]
         lines += [f'{node} = "127.0.0.1:{port}"' for node, port in enumerate(ports, start=1)]
         self.config_path = root / "quorum.toml"
         self.config_path.write_text("\n".join(lines) + "\n")
@@ -89,9 +90,11 @@ class ControllerProcesses(QuorumProcesses):
     and (given a broker) the publisher into `topic`."""
 
     def __init__(
-        self, root: Path, bootstrap_servers: str | None, topic: str, voters: int = 3, controller: str = ""
+        self, root: Path, bootstrap_servers: str | None, topic: str, voters: int = 3, *, quorum: str = "",
+        controller: str = "",
     ) -> None:
-        super().__init__(root, voters)
+        """`controller`: extra lines of the [controller] section."""
+        super().__init__(root, voters, quorum)
         self.bootstrap_servers = bootstrap_servers
         self.topic = topic
         admin_ports = free_ports(voters)

@@ -18,9 +18,11 @@ on, the next message lands where a lost one was: the delivered Kafka offsets go 
 notices, ends the session and re-sends from the first batch lost, so a consumer that ignores batches beyond
 a gap in base offsets (and drops those seen before) still sees every batch, in order.
 
-`published_offset` says how far the topic is known to hold the log; the quorum keeps its log prefix from
-there on even once a snapshot covers it. A standby learns it from the topic's tail now and then, so its
-own log does not grow without end while another node publishes.
+`published_offset` says how far the topic holds the log, as acknowledged. A broker that crashes may still
+lose what it acknowledged last (noida-db: its last second), so the quorum keeps its log prefix from
+`durable_offset()` on, even once a snapshot covers it: the offset acknowledged at least `durable_after_ms`
+ago. A standby learns how far the topic goes from its tail now and then, so its own log does not grow
+without end while another node publishes.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import logging
 import struct
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -71,6 +74,7 @@ class PublisherConfig:
     delivery_timeout_ms: int = 30_000  # a batch not acknowledged by then ends the session (and is re-sent)
     max_in_flight_batches: int = 10_000
     standby_refresh_ms: int = 10_000  # how often a standby reads how far the topic goes
+    durable_after_ms: int = 10_000  # an acknowledged batch counts as safe in the topic this long after
     extra_producer_config: tuple[tuple[str, str], ...] = ()
 
 
@@ -82,11 +86,15 @@ class MetadataPublisher:
         self._node_id = node_id
         self.config = config
         self._wakeup = threading.Event()
+        self._closing = threading.Event()
         self._active = False
         self._closed = False
         self._thread = threading.Thread(target=self._run, name=f"metadata-publisher-{node_id}", daemon=True)
         self._lock = threading.Lock()
         self.published_offset = -1  # the topic holds every batch up to this offset, as far as this node knows
+        self._durable_lock = threading.Lock()  # `durable_offset` is asked from the quorum's loop
+        self._durable_offset = -1
+        self._observed: deque[tuple[float, int]] = deque()  # (monotonic s, published offset then), ageing
         self.sessions = 0  # producer sessions started (each one resumed from the topic's tail)
         self._resend_from: int | None = None  # set when a broker lost acknowledged batches
 
@@ -111,6 +119,7 @@ class MetadataPublisher:
 
     def close(self) -> None:
         self._closed = True
+        self._closing.set()
         self._wakeup.set()
         self._thread.join(timeout=30)
 
@@ -135,9 +144,29 @@ class MetadataPublisher:
                 # librdkafka reports fatal producer errors (e.g. a broker that forgot our sequence numbers) as
                 # KafkaException, sometimes wrapped in SystemError: every one ends the session alike.
                 log.warning("publisher: %s; retrying in %d ms", error, backoff)
-                self._wakeup.clear()
-                self._wakeup.wait(backoff / 1000)
+                self._closing.wait(backoff / 1000)
                 backoff = min(backoff * 2, self.config.retry_backoff_max_ms)
+
+    def _advance(self, offset: int) -> None:
+        if offset > self.published_offset:
+            self.published_offset = offset
+            with self._durable_lock:
+                self._observed.append((time.monotonic(), offset))
+
+    def _lost_after(self, offset: int) -> None:
+        """The broker lost batches it had acknowledged, from `offset + 1` on."""
+        self.published_offset = min(self.published_offset, offset)
+        with self._durable_lock:
+            self._durable_offset = min(self._durable_offset, offset)
+            self._observed = deque((when, min(seen, offset)) for when, seen in self._observed)
+
+    def durable_offset(self) -> int:
+        """The offset the topic held `durable_after_ms` ago already: what the quorum may stop keeping."""
+        horizon = time.monotonic() - self.config.durable_after_ms / 1000
+        with self._durable_lock:
+            while self._observed and self._observed[0][0] <= horizon:
+                self._durable_offset = max(self._durable_offset, self._observed.popleft()[1])
+            return self._durable_offset
 
     def _refresh_from_topic(self) -> None:
         """On a standby: the topic's tail is as far as the active node's publisher has got."""
@@ -146,13 +175,13 @@ class MetadataPublisher:
         except Exception as error:  # an unreachable broker only delays the standby's log cleanup
             log.debug("publisher: cannot read the topic's tail: %s", error)
             return
-        self.published_offset = max(self.published_offset, tail - 1)
+        self._advance(tail - 1)
 
     def _session(self) -> None:
         """One producer session: resume after the topic's last batch, then follow the committed log."""
         ensure_topic(self.config)
         next_offset = resume_offset(self.config)
-        self.published_offset = max(self.published_offset, next_offset - 1)
+        self._advance(next_offset - 1)
         if self._resend_from is not None:
             next_offset = min(next_offset, self._resend_from)
             self._resend_from = None
@@ -169,16 +198,15 @@ class MetadataPublisher:
                     session.produce(base_offset, last_offset, raw)
                     next_offset = last_offset + 1
                 session.flush()
-                if session.acknowledged_last_offset >= 0:
-                    self.published_offset = max(self.published_offset, session.acknowledged_last_offset)
+                self._advance(session.acknowledged_last_offset)
                 if not session.caught_up():
                     continue
                 self._wakeup.wait(timeout=0.5)
         finally:
             session.close()
             self._resend_from = session.resend_from
-            if session.resend_from is not None:  # the broker lost batches it had acknowledged
-                self.published_offset = min(self.published_offset, session.resend_from - 1)
+            if session.resend_from is not None:
+                self._lost_after(session.resend_from - 1)
 
     def _read(self, start_offset: int) -> Any:
         try:

@@ -73,8 +73,9 @@ async def serve(quorum_config_path: Path, settings: ControllerSettings, node_id:
     ).start()
     publisher = None
     if bootstrap:
-        publisher = MetadataPublisher(metadata_log, node_id, PublisherConfig(bootstrap, settings.topic)).start()
-        server.client.hold_log_prefix(lambda: publisher.published_offset + 1)
+        publishing = MetadataPublisher(metadata_log, node_id, PublisherConfig(bootstrap, settings.topic)).start()
+        server.client.hold_log_prefix(lambda: publishing.durable_offset() + 1)
+        publisher = publishing
     snapshots = SnapshotGenerator(
         controller, metadata_log, controller_config.snapshot_max_new_record_bytes,
         controller_config.snapshot_max_interval_ms,
