@@ -3,6 +3,7 @@ failover to another node's publisher; a broker restart and a broker crash in the
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -138,3 +139,18 @@ def test_broker_restart_and_crash_while_publishing(setup, kafka_broker: LocalBro
     wait_for(lambda: publisher.published_offset >= last, "the publisher to catch up after a crash")
     wait_for(lambda: as_consumer_sees(read_topic(config.bootstrap_servers, config.topic)) == committed_raw(log),
              "the topic to hold every committed batch")
+
+
+def test_only_an_acknowledgement_old_enough_lets_the_quorum_drop_its_log(setup) -> None:  # type: ignore[no-untyped-def]
+    log, config, publishers = setup
+    quick = dataclasses.replace(config, durable_after_ms=0)
+    patient = MetadataPublisher(log, 1, dataclasses.replace(config, durable_after_ms=3_600_000))
+    publishers.append(patient.start())
+    log.elect(1)
+    append(log, 5)
+    last = decode_batch(committed_raw(log)[-1]).last_offset
+    wait_for(lambda: patient.published_offset >= last, "the publisher to catch up")
+    assert patient.durable_offset() == -1  # acknowledged, but a crashing broker could still lose it
+    standby = MetadataPublisher(log, 2, dataclasses.replace(quick, standby_refresh_ms=10))
+    publishers.append(standby.start())
+    wait_for(lambda: standby.durable_offset() >= last, "the standby to learn the topic's tail")
