@@ -56,12 +56,16 @@ class Demo:
         try:
             cluster.start()
             self._step(f"3 controller processes up, active: node {cluster.wait_for_controller()}")
-            report = BrokerSimulator(cluster.admin, SimulationConfig(brokers=6, topics=10, partitions=6, seed=7)).run()
-            self._step(f"simulated brokers and workload: {sum(report.actions.values())} requests")
+            simulator = BrokerSimulator(cluster.admin, SimulationConfig(brokers=6, topics=10, partitions=6, seed=7))
+            simulator.build()
+            self._step("6 simulated brokers registered, 10 topics created")
             cluster.admin.call("create-topics", {"topics": [{"name": "orders", "partitions": 240}]})
             self._step("created topic orders: 240 partitions, one metadata transaction, committed")
             self._abort_a_transaction(cluster)
-            BrokerSimulator(cluster.admin, SimulationConfig(brokers=6, topics=2, partitions=4, steps=80, seed=8)).run()
+            for _ in range(300):
+                simulator.step()
+            self._step(f"mixed workload (ISR churn, crashes, configs, ACLs, quotas, SCRAM, producer ids): "
+                       f"{sum(simulator.report.actions.values())} requests")
             self._step(f"every batch up to offset {cluster.wait_published()} is in topic {cluster.topic}")
         finally:
             cluster.stop()
@@ -76,12 +80,12 @@ class Demo:
         only_leader = AdminClient([cluster.admin_addresses[leader - 1]], timeout_s=5.0)
         with contextlib.suppress(AdminError, OSError):  # its controller dies before answering: the point
             only_leader.call("create-topics", {"topics": [{"name": "payments", "partitions": 1200}]})
+        died = cluster.wait_for_death()  # the leader, unless leadership moved and the request followed it
         cluster.disarm()
-        cluster.wait_exit(leader)
-        successor = cluster.wait_for_controller(excluding=leader)
-        cluster.start_controller(leader)
+        successor = cluster.wait_for_controller(excluding=died)
+        cluster.start_controller(died)
         state = "exists (unexpected)" if cluster.topic_exists("payments") else "was never created"
-        self._step(f"controller {leader} died half-way through creating topic payments (1,200 partitions, a "
+        self._step(f"controller {died} died half-way through creating topic payments (1,200 partitions, a "
                    f"transaction); controller {successor} aborted it: the topic {state}")
 
     def _materialize(self, cluster: LocalCluster) -> None:

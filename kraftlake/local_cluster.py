@@ -76,10 +76,16 @@ class LocalCluster:
         process.send_signal(signal.SIGKILL)
         process.wait()
 
-    def wait_exit(self, node: int, timeout_s: float = 30.0) -> int:
-        """The exit status of a controller that is expected to die (a failpoint), once it has."""
-        status = self.processes.pop(node).wait(timeout=timeout_s)
-        return status
+    def wait_for_death(self, timeout_s: float = 30.0) -> int:
+        """The node id of the first controller process to exit (one armed to die), once one has."""
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            for node, process in self.processes.items():
+                if process.poll() is not None:
+                    del self.processes[node]
+                    return node
+            time.sleep(0.1)
+        raise RuntimeError(f"no controller process exited within {timeout_s:.0f} s")
 
     def stop(self) -> None:
         for node, process in list(self.processes.items()):

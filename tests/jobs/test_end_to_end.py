@@ -1,0 +1,108 @@
+"""Quorum → topic → streaming job → Delta, all real processes: three controllers publish a simulated
+workload (with a committed transaction wider than a micro-batch and an aborted one) into a topic on the
+local broker; the streaming job is SIGKILLed and restarted mid-stream; then every checked offset read from
+the warehouse equals the replay of the quorum's own log."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jobs.time_travel import image_at_offset, published_images
+from jobs.warehouse import Warehouse
+from kraftlake.local_cluster import LocalCluster
+from quorum.controller.admin_client import AdminClient, AdminError
+from quorum.controller.controller import MID_TRANSACTION_FAILPOINT
+from quorum.simulator import BrokerSimulator, SimulationConfig
+from records import MetadataLogDir
+from records import metadata_types as mt
+from replay.canonical import canonical_json
+from replay.log_replay import replay_paths
+
+
+@pytest.fixture(scope="module")
+def published_log(kafka_broker, tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalCluster, Path]:
+    """Run the workload once; returns the cluster (stopped) and the log directory of a node."""
+    root = tmp_path_factory.mktemp("cluster")
+    cluster = LocalCluster(root, kafka_broker, max_records_per_batch=50, topic=f"e2e-{root.name}")
+    cluster.start()
+    try:
+        cluster.wait_for_controller()
+        simulator = BrokerSimulator(cluster.admin, SimulationConfig(brokers=4, topics=5, partitions=4, seed=3))
+        simulator.build()  # every broker up: the two big creations below can place their replicas
+        created = cluster.admin.call("create-topics", {"topics": [{"name": "wide", "partitions": 1000}]})
+        assert "error" not in created["wide"], created
+        leader = cluster.wait_for_controller()
+        cluster.arm(MID_TRANSACTION_FAILPOINT)
+        with contextlib.suppress(AdminError, OSError):  # the controller dies half-way, as armed
+            AdminClient([cluster.admin_addresses[leader - 1]], timeout_s=5.0).call(
+                "create-topics", {"topics": [{"name": "cut", "partitions": 400}]}
+            )
+        died = cluster.wait_for_death()
+        cluster.disarm()
+        cluster.wait_for_controller(excluding=died)
+        cluster.start_controller(died)
+        for _ in range(160):
+            simulator.step()
+        cluster.wait_published()
+    finally:
+        cluster.stop()
+    return cluster, cluster.log_dir(died)
+
+
+def _job(cluster: LocalCluster, tmp_path: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "jobs.materialize",
+        "--bootstrap-servers", cluster.broker.bootstrap_servers, "--topic", cluster.topic,
+        "--warehouse", str(tmp_path / "warehouse"), "--checkpoint", str(tmp_path / "checkpoint"),
+        "--max-offsets-per-trigger", "20", *extra,
+    ]
+
+
+def _transaction_offsets(log_dir: Path) -> dict[str, list[int]]:
+    markers = {mt.BeginTransactionRecord: "begin", mt.EndTransactionRecord: "end", mt.AbortTransactionRecord: "abort"}
+    found: dict[str, list[int]] = {"begin": [], "end": [], "abort": []}
+    for batch in MetadataLogDir(log_dir).log_batches():
+        for record in batch.records:
+            kind = markers.get(type(record.message))
+            if kind:
+                found[kind].append(record.offset)
+    return found
+
+
+def test_quorum_to_warehouse_with_job_restarts(published_log, tmp_path: Path) -> None:
+    cluster, log_dir = published_log
+    transactions = _transaction_offsets(log_dir)
+    assert transactions["abort"] and len(transactions["begin"]) == len(transactions["end"]) + 1
+
+    rng = random.Random(5)
+    for _ in range(2):
+        job = subprocess.Popen(
+            _job(cluster, tmp_path, "--trigger-seconds", "0.3"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        time.sleep(rng.uniform(15, 22))
+        job.send_signal(signal.SIGKILL)
+        job.wait()
+    done = subprocess.run(_job(cluster, tmp_path, "--available-now"), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    warehouse = Warehouse(tmp_path / "warehouse")
+    images = published_images(warehouse)
+    last = images[-1].offset
+    assert len({image.offset for image in images}) == len(images) >= 3
+    begin, end = transactions["begin"][-2], transactions["end"][-1]  # the wide committed transaction
+    inside = [o for o in (*transactions["begin"], *transactions["end"], *transactions["abort"]) if o <= last]
+    offsets = sorted({0, last, *inside, *(o - 1 for o in inside), (begin + end) // 2, *random.sample(range(last), 12)})
+    for offset in offsets:
+        from_delta = canonical_json(image_at_offset(warehouse, offset).to_image(), provenance=False)
+        from_log = canonical_json(replay_paths([log_dir], offset).image, provenance=False)
+        assert from_delta == from_log, f"differs at offset {offset}"
+    topics = set(image_at_offset(warehouse, last).tables["topics"].column("name").to_pylist())
+    assert "wide" in topics and "cut" not in topics
