@@ -153,7 +153,8 @@ def _start(args: argparse.Namespace) -> int:
     return run_controller_node(args.quorum_config, args.config, args.node_id, bootstrap)
 
 
-def _admin(args: argparse.Namespace) -> int:
+def admin_client(args: argparse.Namespace, timeout_s: float) -> AdminClient:
+    """The client for `--controllers`/`--token`, else the [admin] addresses and token of `--config`."""
     if args.controllers:
         addresses = [a.strip() for a in args.controllers.split(",") if a.strip()]
         token = args.token or os.environ.get(TOKEN_ENV)
@@ -161,7 +162,11 @@ def _admin(args: argparse.Namespace) -> int:
         settings = load_settings(args.config)
         addresses = [settings.admin_addresses[k] for k in sorted(settings.admin_addresses)]
         token = args.token or settings.admin_token
-    client = AdminClient(addresses, token, timeout_s=args.timeout)
+    return AdminClient(addresses, token, timeout_s=timeout_s)
+
+
+def _admin(args: argparse.Namespace) -> int:
+    client = admin_client(args, args.timeout)
     operation, body = args.request(args)
     if operation == "GET":
         result = client.describe() if body == "describe" else client.describe_topic(body.removeprefix("topics/"))

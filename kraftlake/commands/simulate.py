@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from quorum.controller.admin_client import AdminClient
-from quorum.controller.node import DEFAULT_CONTROLLER_CONFIG, TOKEN_ENV, load_settings
+from kraftlake.commands.admin import admin_client
+from quorum.controller.node import DEFAULT_CONTROLLER_CONFIG, TOKEN_ENV
 from quorum.simulator import BrokerSimulator, SimulationConfig
 
 
@@ -30,17 +29,10 @@ def register(subparsers: Any) -> None:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    if args.controllers:
-        addresses = [a.strip() for a in args.controllers.split(",") if a.strip()]
-        token = args.token or os.environ.get(TOKEN_ENV)
-    else:
-        settings = load_settings(args.config)
-        addresses = [settings.admin_addresses[k] for k in sorted(settings.admin_addresses)]
-        token = args.token or settings.admin_token
     config = SimulationConfig(
         brokers=args.brokers, topics=args.topics, partitions=args.partitions,
         replication_factor=args.replication_factor, racks=args.racks, steps=args.steps, seed=args.seed,
     )
-    report = BrokerSimulator(AdminClient(addresses, token, timeout_s=120), config).run()
+    report = BrokerSimulator(admin_client(args, timeout_s=120), config).run()
     print(json.dumps(vars(report), indent=2, sort_keys=True))
     return 0
