@@ -172,11 +172,13 @@ class RaftClient:
         self._wakeup.set()
 
     def describe(self) -> dict[str, Any]:
-        """This node's view, like kafka-metadata-quorum describe --status/--replication (leader only)."""
+        """This node's view, like kafka-metadata-quorum describe --status/--replication (leader only). An
+        observer's role is "Observer", its Raft state (Unattached or Follower) is in "state"."""
         core = self.core
         view: dict[str, Any] = {
             "nodeId": self.node_id,
-            "role": core.role.value,
+            "role": core.role.value if core.config.is_voter else "Observer",
+            "state": core.role.value,
             "leaderId": core.leader_id,
             "leaderEpoch": core.epoch,
             "highWatermark": core.high_watermark,
@@ -184,23 +186,27 @@ class RaftClient:
             "logEndOffset": core.log.end_offset,
             "voters": list(core.config.voters),
         }
-        if core.role is Role.LEADER:
+        if isinstance(core.state, Leader):
             end = core.log.end_offset
             now = monotonic_ms()
             state = core.state
-            replicas = []
-            for voter, offset in sorted(core.replica_end_offsets().items()):
-                progress = getattr(state, "replicas", {}).get(voter)
-                last_fetch = None if progress is None or progress.last_fetch_ms is None else progress.last_fetch_ms
-                replicas.append({
-                    "nodeId": voter,
+
+            def row(node_id: int, offset: int, last_fetch_ms: float | None) -> dict[str, Any]:
+                return {
+                    "nodeId": node_id,
                     "logEndOffset": offset,
                     "lag": end - offset if offset >= 0 else None,
-                    "lastFetchMsAgo": 0 if voter == self.node_id else (
-                        None if last_fetch is None else round(now - last_fetch)
-                    ),
-                })
-            view["replicas"] = replicas
+                    "lastFetchMsAgo": None if last_fetch_ms is None else round(now - last_fetch_ms),
+                }
+
+            view["replicas"] = [
+                row(voter, offset, now if voter == self.node_id else state.replicas[voter].last_fetch_ms)
+                for voter, offset in sorted(core.replica_end_offsets().items())
+            ]
+            view["observers"] = [
+                row(observer, progress.end_offset, progress.last_fetch_ms)
+                for observer, progress in sorted(state.observers.items())
+            ]
         return view
 
     # -- driving the core ------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
-"""The quorum's configuration file (`conf/quorum.toml`): voters with their host:port, data root, timeouts."""
+"""The quorum's configuration file (`conf/quorum.toml`): voters and observers with their host:port, data root,
+timeouts."""
 
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftlake.errors import UserFacingError
@@ -22,10 +23,18 @@ class QuorumConfig:
     request_timeout_ms: float = 2000.0
     fetch_max_wait_ms: float = 500.0
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    observers: dict[int, tuple[str, int]] = field(default_factory=dict)
+
+    @property
+    def nodes(self) -> dict[int, tuple[str, int]]:
+        """Every node's address, voters and observers: where Raft messages to a node go."""
+        return {**self.voters, **self.observers}
 
     def raft_config(self, node_id: int) -> RaftConfig:
-        if node_id not in self.voters:
-            raise UserFacingError(f"node {node_id} is not a voter in the configuration ({sorted(self.voters)})")
+        if node_id not in self.nodes:
+            raise UserFacingError(
+                f"node {node_id} is neither a voter ({sorted(self.voters)}) nor an observer ({sorted(self.observers)})"
+            )
         return RaftConfig(
             node_id=node_id,
             voters=tuple(sorted(self.voters)),
@@ -58,6 +67,9 @@ def load_config(path: Path) -> QuorumConfig:
     voters = {int(node_id): parse_address(address) for node_id, address in document.get("voters", {}).items()}
     if not voters:
         raise UserFacingError(f"{path}: no [voters] configured")
+    observers = {int(node_id): parse_address(address) for node_id, address in document.get("observers", {}).items()}
+    if both := sorted(voters.keys() & observers.keys()):
+        raise UserFacingError(f"{path}: nodes {both} are listed as both voters and observers")
     return QuorumConfig(
         voters=voters,
         data_dir=Path(settings.get("data_dir", "run/quorum")),
@@ -66,4 +78,5 @@ def load_config(path: Path) -> QuorumConfig:
         request_timeout_ms=float(settings.get("request_timeout_ms", 2000)),
         fetch_max_wait_ms=float(settings.get("fetch_max_wait_ms", 500)),
         segment_bytes=int(settings.get("segment_bytes", DEFAULT_SEGMENT_BYTES)),
+        observers=observers,
     )

@@ -1,6 +1,6 @@
 """Launch real quorum processes on loopback (for the integration tests and the benchmark): free ports, a
 config file in a scratch directory, `python -m kraftlake.cli quorum start` (or `controller start`) per
-voter, SIGKILL and restart."""
+voter and observer, SIGKILL and restart."""
 
 from __future__ import annotations
 
@@ -31,12 +31,15 @@ def free_ports(count: int) -> list[int]:
 
 
 class QuorumProcesses:
-    def __init__(self, root: Path, voters: int = 3, quorum: str = "") -> None:
-        """`quorum`: extra lines of the [quorum] section (e.g. timeouts, segment_bytes)."""
+    def __init__(self, root: Path, voters: int = 3, quorum: str = "", observers: int = 0) -> None:
+        """`quorum`: extra lines of the [quorum] section (e.g. timeouts, segment_bytes). Voters are nodes
+        1..voters, observers the ids after them."""
         self.root = root
-        ports = free_ports(voters)
+        ports = free_ports(voters + observers)
         lines = ["[quorum]", f'data_dir = "{root / "data"}"', quorum, "[voters]"]
-        lines += [f'{node} = "127.0.0.1:{port}"' for node, port in enumerate(ports, start=1)]
+        lines += [f'{node} = "127.0.0.1:{port}"' for node, port in enumerate(ports[:voters], start=1)]
+        lines += ["[observers]"]
+        lines += [f'{node} = "127.0.0.1:{port}"' for node, port in enumerate(ports[voters:], start=voters + 1)]
         self.config_path = root / "quorum.toml"
         self.config_path.write_text("\n".join(lines) + "\n")
         self.config: QuorumConfig = load_config(self.config_path)
@@ -51,7 +54,7 @@ class QuorumProcesses:
             self.processes[node] = subprocess.Popen(self.command(node), cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
 
     def start_all(self) -> None:
-        for node in self.config.voters:
+        for node in self.config.nodes:
             self.start(node)
 
     def kill(self, node: int) -> None:

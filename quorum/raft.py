@@ -63,9 +63,11 @@ class RaftConfig:
     fetch_max_wait_ms: float = 500.0
     fetch_max_bytes: int = 1024 * 1024
     snapshot_chunk_bytes: int = 1024 * 1024
+    bootstrap_retry_ms: float = 100.0  # how often an observer that knows no leader asks another voter
 
     @property
     def is_voter(self) -> bool:
+        """A node outside `voters` is an observer: it only fetches, never votes, never counts for the majority."""
         return self.node_id in self.voters
 
     @property
@@ -136,7 +138,7 @@ class RaftNode:
         me = self.config.node_id
         if persisted is None or persisted.epoch < self.log.last_epoch:
             self._persist(ElectionState(self.log.last_epoch, None, None))
-            return Unattached(self.log.last_epoch, None, self._election_deadline(now))
+            return Unattached(self.log.last_epoch, None, self._unattached_deadline(now))
         if persisted.leader_id == me:
             # A former leader may have lost unflushed batches of its epoch: it must never lead that epoch
             # again, so it resumes Resigned (and votes for nobody else in it).
@@ -144,7 +146,7 @@ class RaftNode:
         if persisted.leader_id is not None:
             deadline = now + self.config.fetch_timeout_ms
             return Follower(persisted.epoch, persisted.leader_id, persisted.voted_id, deadline)
-        return Unattached(persisted.epoch, persisted.voted_id, self._election_deadline(now))
+        return Unattached(persisted.epoch, persisted.voted_id, self._unattached_deadline(now))
 
     # -- public queries ------------------------------------------------------------------------------------
 
@@ -186,8 +188,6 @@ class RaftNode:
             elif state.next_fetch_at > now:
                 deadlines.append(state.next_fetch_at)  # a past one waits for a flush, not for the clock
             return min(deadlines)
-        if isinstance(state, Unattached) and not self.config.is_voter:
-            return float("inf")
         return state.election_deadline
 
     # -- inputs --------------------------------------------------------------------------------------------
@@ -208,9 +208,11 @@ class RaftNode:
                     self._become_unattached(now, state.epoch, state.voted_id)
             elif state.inflight_id is not None and now >= state.inflight_sent_ms + self.config.request_timeout_ms:
                 state.inflight_id = None  # lost request: the next poll sends a new one
-        elif isinstance(state, Unattached):
-            if self.config.is_voter and now >= state.election_deadline:
+        elif isinstance(state, Unattached) and now >= state.election_deadline:
+            if self.config.is_voter:
                 self._enter_prospective(now, state.epoch, state.voted_id, None)
+            else:
+                self._ask_for_leader(now, state)
         elif isinstance(state, Prospective | Candidate):
             if now >= state.election_deadline:
                 self._after_election_loss(now)
@@ -314,6 +316,20 @@ class RaftNode:
         timeout = self.config.election_timeout_ms
         return now + timeout + self.rng.random() * timeout
 
+    def _unattached_deadline(self, now: float) -> float:
+        """A voter waits an election timeout before canvassing; an observer asks a voter for the leader at once."""
+        return self._election_deadline(now) if self.config.is_voter else now
+
+    def _ask_for_leader(self, now: float, state: Unattached) -> None:
+        """An observer without a leader fetches from a random voter: a non-leader answers with the leader and
+        epoch it knows (KRaft's NOT_LEADER_OR_FOLLOWER), the leader with data; either makes it a Follower."""
+        request_id = self._next_request_id
+        self._next_request_id += 1
+        voter = self.rng.choice(self.config.voters)
+        self._send(voter, FetchRequest(state.epoch, self.config.node_id, self.log.end_offset, self.log.last_epoch,
+                                       request_id))
+        state.election_deadline = now + self.config.bootstrap_retry_ms
+
     def _persist(self, election: ElectionState) -> None:
         """Durable before the transition takes effect; skipped when nothing persisted would change."""
         if election != self._persisted:
@@ -322,7 +338,7 @@ class RaftNode:
 
     def _become_unattached(self, now: float, epoch: int, voted_id: int | None) -> None:
         self._persist(ElectionState(epoch, None, voted_id))
-        self.state = Unattached(epoch, voted_id, self._election_deadline(now))
+        self.state = Unattached(epoch, voted_id, self._unattached_deadline(now))
 
     def _become_follower(self, now: float, epoch: int, leader_id: int, voted_id: int | None) -> None:
         self._persist(ElectionState(epoch, leader_id, voted_id))
@@ -532,12 +548,16 @@ class RaftNode:
             return
         progress = state.replicas.get(source)
         if progress is not None:
-            progress.last_fetch_ms = now
             progress.acknowledged = True
             state.fetched_since_check.add(source)
             if len(state.fetched_since_check) + 1 >= self.config.majority:
                 state.check_quorum_deadline = now + self.config.check_quorum_timeout_ms
                 state.fetched_since_check.clear()
+        elif source != self.config.node_id:
+            # An observer: tracked for describe only, never part of check-quorum or the high watermark.
+            progress = state.observers.setdefault(source, ReplicaProgress())
+        if progress is not None:
+            progress.last_fetch_ms = now
         epoch, end = self.log.end_offset_for_epoch(request.last_fetched_epoch)
         below_start = request.fetch_offset < self.log.start_offset or end < self.log.start_offset
         if self.log.snapshot is not None and below_start:
@@ -554,7 +574,8 @@ class RaftNode:
             return
         if progress is not None:
             progress.end_offset = request.fetch_offset
-            self._maybe_advance_leader_hw(state)
+            if source in state.replicas:
+                self._maybe_advance_leader_hw(state)
         if request.fetch_offset >= self.log.end_offset and self.config.fetch_max_wait_ms > 0:
             state.parked[source] = ParkedFetch(request, now + self.config.fetch_max_wait_ms, self.high_watermark)
             return
@@ -590,8 +611,9 @@ class RaftNode:
             ))
             return
         assert isinstance(state, Leader) and self.log.snapshot_data is not None
-        if source in state.replicas:
-            state.replicas[source].last_fetch_ms = now
+        progress = state.replicas.get(source) or state.observers.get(source)
+        if progress is not None:
+            progress.last_fetch_ms = now
         data = self.log.snapshot_data
         chunk = data[request.position:request.position + self.config.snapshot_chunk_bytes]
         self._send(source, FetchSnapshotResponse(
@@ -601,7 +623,8 @@ class RaftNode:
     # -- replication: follower side --------------------------------------------------------------------------
 
     def _on_fetch_response(self, now: float, source: int, response: FetchResponse) -> None:
-        if response.epoch > self.epoch:
+        if response.epoch > self.epoch or (response.epoch == self.epoch and isinstance(self.state, Unattached)):
+            # A newer epoch, or (an observer's question) the leader of this one: follow it, then fetch afresh.
             self._observe_epoch(now, response.epoch, response.leader_id)
             return
         state = self.state

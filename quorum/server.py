@@ -69,7 +69,7 @@ class PeerLink:
 
 
 class QuorumServer:
-    """Runs one voter until SIGTERM (graceful: resign, then exit) or SIGKILL."""
+    """Runs one voter or observer until SIGTERM (graceful: a leader resigns, then exit) or SIGKILL."""
 
     def __init__(self, config: QuorumConfig, node_id: int) -> None:
         self.config = config
@@ -78,7 +78,7 @@ class QuorumServer:
             config.raft_config(node_id), config.node_dir(node_id), self._send, segment_bytes=config.segment_bytes
         )
         self.peers = {
-            peer: PeerLink(host, port) for peer, (host, port) in config.voters.items() if peer != node_id
+            peer: PeerLink(host, port) for peer, (host, port) in config.nodes.items() if peer != node_id
         }
         self._connections: dict[asyncio.Task[Any], asyncio.StreamWriter] = {}
 
@@ -88,14 +88,15 @@ class QuorumServer:
             link.send(encode_message(envelope.source, envelope.message))
 
     async def serve(self) -> None:
-        host, port = self.config.voters[self.node_id]
+        host, port = self.config.nodes[self.node_id]
         server = await asyncio.start_server(self._on_connection, host, port)
         self.client.start()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, stop.set)
         loop.add_signal_handler(signal.SIGINT, stop.set)
-        print(f"quorum node {self.node_id} listening on {host}:{port}", flush=True)
+        kind = "voter" if self.node_id in self.config.voters else "observer"
+        print(f"quorum {kind} {self.node_id} listening on {host}:{port}", flush=True)
         await stop.wait()
         self.client.resign()
         await asyncio.sleep(0.1)  # let EndQuorumEpoch reach the voters
@@ -249,8 +250,9 @@ def print_describe(view: dict[str, Any]) -> None:
     out.write(f"MaxFollowerLagTimeMs:  {max(fetch_ages) if fetch_ages else 0}\n")
     out.write(f"CurrentVoters:         {view['voters']}\n\n")
     out.write(f"{'NodeId':<8}{'LogEndOffset':<14}{'Lag':<8}{'LastFetchMsAgo':<16}Status\n")
-    for replica in replicas:
-        status = "Leader" if replica["nodeId"] == view["nodeId"] else "Follower"
+    rows = [(r, "Leader" if r["nodeId"] == view["nodeId"] else "Follower") for r in replicas]
+    rows += [(r, "Observer") for r in view.get("observers", [])]
+    for replica, status in rows:
         lag = "-" if replica["lag"] is None else replica["lag"]
         age = "-" if replica["lastFetchMsAgo"] is None else replica["lastFetchMsAgo"]
         out.write(f"{replica['nodeId']:<8}{replica['logEndOffset']:<14}{lag!s:<8}{age!s:<16}{status}\n")

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from quorum.log import LogEntry, RaftLog, SimulatedDisk
-from quorum.messages import Envelope
+from quorum.messages import BeginQuorumEpochRequest, EndQuorumEpochRequest, Envelope, VoteRequest, VoteResponse
 from quorum.quorum_state import MemoryElectionStore
 from quorum.raft import BugFlags, RaftConfig, RaftNode, SafetyError
-from quorum.state import Role
+from quorum.state import Candidate, Prospective, Role
 from records.metadata_types import NoOpRecord
 
 
@@ -67,7 +67,9 @@ class Simulation:
         fault_ms: float = 6000.0,
         liveness_bound_ms: float = 15000.0,
         voter_count: int | None = None,
+        observer: bool | None = None,
     ) -> None:
+        """`observer`: add one observer node (None: a seeded coin decides)."""
         self.seed = seed
         self.rng = random.Random(seed)
         self.bugs = bugs or BugFlags()
@@ -79,7 +81,10 @@ class Simulation:
         self.liveness_bound_ms = liveness_bound_ms
         count = voter_count or self.rng.choice((3, 3, 3, 5))
         self.voters = tuple(range(1, count + 1))
-        self.nodes = {node_id: SimNode(node_id) for node_id in self.voters}
+        with_observer = self.rng.random() < 0.5 if observer is None else observer
+        self.observers = (count + 1,) if with_observer else ()
+        self.node_ids = self.voters + self.observers
+        self.nodes = {node_id: SimNode(node_id) for node_id in self.node_ids}
         self.faults = NetworkFaults(
             drop_rate=self.rng.choice((0.0, 0.01, 0.05, 0.2)),
             duplicate_rate=self.rng.choice((0.0, 0.02, 0.1)),
@@ -91,8 +96,9 @@ class Simulation:
         self._queue: list[tuple[float, int, Callable[[], None]]] = []
         self._sequence = itertools.count()
         self._write_ids = itertools.count(1)
-        self.checker = InvariantChecker()
+        self.checker = InvariantChecker(self.voters)
         self.post_heal_writes: set[bytes] = set()
+        self.first_post_heal_commit: int | None = None  # the end offset of the first post-heal write committed
         # Small fetches make more interleavings reachable (a follower can hold half of a leader's tail).
         self.fetch_max_bytes = self.rng.choice((1, 200, 1024 * 1024))
 
@@ -128,6 +134,8 @@ class Simulation:
             live = {n.node_id: n.core for n in self.nodes.values() if n.core is not None}
             for text in self.checker.check_final_leader(live):
                 self._violation(text)
+            for observer in self.observers:
+                self._check_observer_caught_up(observer)
         return ScenarioResult(
             self.seed,
             tuple(self.violations),
@@ -208,6 +216,8 @@ class Simulation:
     # -- network ---------------------------------------------------------------------------------------------
 
     def _send(self, envelope: Envelope) -> None:
+        for text in self.checker.check_message(envelope):
+            self._violation(text)
         faults = self.faults
         if (envelope.source, envelope.destination) in self.blocked or self.rng.random() < faults.drop_rate:
             return
@@ -268,7 +278,7 @@ class Simulation:
             start = self.rng.uniform(0.0, self.fault_ms)
             kind = self.rng.choice(("partition", "isolate", "crash", "crash", "resign"))
             duration = self.rng.uniform(100.0, 3000.0)
-            victim = self.rng.choice(self.voters)
+            victim = self.rng.choice(self.node_ids)
             if kind == "crash":
                 lose = self.rng.random() < 0.5
                 self._at(start, lambda v=victim, lose=lose: self._crash(v, lose))
@@ -279,13 +289,13 @@ class Simulation:
                 if kind == "isolate":
                     side = {victim}
                 else:
-                    side = set(self.rng.sample(self.voters, self.rng.randint(1, len(self.voters) - 1)))
+                    side = set(self.rng.sample(self.node_ids, self.rng.randint(1, len(self.node_ids) - 1)))
                 self._at(start, lambda side=frozenset(side): self._partition(side))
                 self._at(min(start + duration, self.fault_ms), self._unpartition)
 
     def _partition(self, side: frozenset[int]) -> None:
-        self._log(f"partition {sorted(side)} | {sorted(set(self.voters) - side)}")
-        self.blocked = {(a, b) for a in self.voters for b in self.voters if (a in side) != (b in side)}
+        self._log(f"partition {sorted(side)} | {sorted(set(self.node_ids) - side)}")
+        self.blocked = {(a, b) for a in self.node_ids for b in self.node_ids if (a in side) != (b in side)}
 
     def _unpartition(self) -> None:
         self._log("partition healed")
@@ -303,10 +313,17 @@ class Simulation:
         self.blocked = set()
         self.faults = NO_NETWORK_FAULTS
         self.healed_at = self.now
-        for node_id in self.voters:
+        for node_id in self.node_ids:
             self._restart(node_id)
 
     # -- invariants --------------------------------------------------------------------------------------------
+
+    def _check_observer_caught_up(self, observer: int) -> None:
+        """Liveness for an observer: by the end it has learned the commit of the first post-heal write."""
+        core = self.nodes[observer].core
+        goal = self.first_post_heal_commit
+        if core is not None and goal is not None and core.high_watermark < goal:
+            self._violation(f"observer {observer}: high watermark {core.high_watermark} never reached {goal}")
 
     def _violation(self, text: str) -> None:
         self._log(f"VIOLATION: {text}")
@@ -317,8 +334,10 @@ class Simulation:
         violations, newly_committed = self.checker.check(node.node_id, node.core)
         for text in violations:
             self._violation(text)
-        if not self.live_after_heal and any(entry.data in self.post_heal_writes for entry in newly_committed):
+        post_heal = [entry.end_offset for entry in newly_committed if entry.data in self.post_heal_writes]
+        if not self.live_after_heal and post_heal:
             self.live_after_heal = True
+            self.first_post_heal_commit = max(post_heal)
             self._log("a write appended after the heal is committed")
 
 
@@ -329,10 +348,15 @@ class InvariantChecker:
     - a committed batch (below some node's high watermark) never changes, and no node truncates below its
       own high watermark (so logs agree on every committed prefix);
     - a node's high watermark never goes back (within one incarnation: it is not persisted);
-    - leader completeness: a node that becomes leader of epoch E holds every batch committed in epochs <= E.
+    - leader completeness: a node that becomes leader of epoch E holds every batch committed in epochs <= E;
+    - an observer (a node outside `voters`) is only ever Unattached or Follower, never casts a vote, and its
+      high watermark is never ahead of the highest one a leader has had; elections and the leader's voter
+      messages never involve it (`check_message`).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, voters: tuple[int, ...]) -> None:
+        self.voters = voters
+        self.max_leader_high_watermark = 0
         self.leaders_by_epoch: dict[int, int] = {}
         self.committed: dict[int, tuple[int, bytes]] = {}
         self._last_high_watermark: dict[int, int] = {}
@@ -353,6 +377,14 @@ class InvariantChecker:
                 self._leader_checked_epoch[me] = core.epoch
                 violations += self.holds_committed(core, f"new leader {me} of epoch {core.epoch}")
         hw = core.high_watermark
+        if core.role is Role.LEADER:
+            self.max_leader_high_watermark = max(self.max_leader_high_watermark, hw)
+        elif isinstance(core.state, Prospective | Candidate) and not (core.state.granted | core.state.rejected) <= set(
+            self.voters
+        ):
+            violations.append(f"node {me}: an election in epoch {core.epoch} counted a non-voter")
+        if me not in self.voters:
+            violations += self._check_observer(me, core)
         last = self._last_high_watermark.get(me, 0)
         if hw < last:
             violations.append(f"node {me}: high watermark went back from {last} to {hw}")
@@ -367,6 +399,30 @@ class InvariantChecker:
                 newly_committed.append(entry)
             self._last_high_watermark[me] = hw
         return violations, newly_committed
+
+    def _check_observer(self, me: int, core: RaftNode) -> list[str]:
+        violations = []
+        if core.role not in (Role.UNATTACHED, Role.FOLLOWER):
+            violations.append(f"observer {me} became {core.role.value} in epoch {core.epoch}")
+        persisted = core.store.read()
+        if persisted is not None and persisted.voted_id is not None:
+            violations.append(f"observer {me} voted in epoch {core.epoch}")
+        if core.high_watermark > self.max_leader_high_watermark:
+            violations.append(
+                f"observer {me}: high watermark {core.high_watermark} is ahead of any leader's "
+                f"({self.max_leader_high_watermark})"
+            )
+        return violations
+
+    def check_message(self, envelope: Envelope) -> list[str]:
+        """No vote, vote answer or voter-set RPC goes to or comes from a non-voter."""
+        message = envelope.message
+        if isinstance(message, VoteRequest | VoteResponse | BeginQuorumEpochRequest | EndQuorumEpochRequest):
+            outsiders = {envelope.source, envelope.destination} - set(self.voters)
+            if outsiders:
+                return [f"{type(message).__name__} from {envelope.source} to {envelope.destination} involves "
+                        f"non-voter {min(outsiders)}"]
+        return []
 
     def holds_committed(self, core: RaftNode, who: str) -> list[str]:
         held = {e.base_offset: e.data for e in core.log.entries}

@@ -22,6 +22,9 @@ class Role(enum.Enum):
 
 @dataclass(slots=True)
 class Unattached:
+    """No leader known. For a voter the deadline starts a pre-vote; for an observer it is when it next asks
+    a voter who leads."""
+
     epoch: int
     voted_id: int | None
     election_deadline: float
@@ -74,7 +77,8 @@ class Leader:
     epoch_start_offset: int
     check_quorum_deadline: float
     begin_epoch_resend_at: float
-    replicas: dict[int, ReplicaProgress] = field(default_factory=dict)
+    replicas: dict[int, ReplicaProgress] = field(default_factory=dict)  # the other voters
+    observers: dict[int, ReplicaProgress] = field(default_factory=dict)  # whoever else fetched in this epoch
     fetched_since_check: set[int] = field(default_factory=set)
     parked: dict[int, ParkedFetch] = field(default_factory=dict)
     role: Role = Role.LEADER

@@ -1,4 +1,4 @@
-"""`kraftlake quorum start|describe|append|simulate`: run a KRaft-style voter, inspect the quorum like
+"""`kraftlake quorum start|describe|append|simulate`: run a KRaft-style voter or observer, inspect the quorum like
 `kafka-metadata-quorum describe`, write test load, and run the deterministic simulation."""
 
 from __future__ import annotations
@@ -23,12 +23,16 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("quorum", help="run and inspect the Raft quorum that commits the metadata log")
     commands = parser.add_subparsers(dest="quorum_command", required=True)
 
-    start = commands.add_parser("start", help="run one voter in the foreground (SIGTERM resigns gracefully)")
+    start = commands.add_parser(
+        "start", help="run one voter or observer in the foreground (SIGTERM resigns gracefully)"
+    )
     start.add_argument("--node-id", type=int, required=True)
     start.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
     start.set_defaults(handler=_start)
 
-    describe = commands.add_parser("describe", help="leader, epoch, high watermark, every voter's end offset and lag")
+    describe = commands.add_parser(
+        "describe", help="leader, epoch, high watermark, every voter's and observer's end offset and lag"
+    )
     describe.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
     describe.add_argument("--json", action="store_true", help="print the leader's view as one JSON object")
     describe.set_defaults(handler=_describe)

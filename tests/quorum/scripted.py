@@ -15,6 +15,7 @@ from records import encode_batch, make_batch
 from records.metadata_types import NoOpRecord
 
 VOTERS = (1, 2, 3)
+OBSERVER = 4  # started only by the scenarios that want an observer
 
 
 def batch(offset: int, epoch: int) -> LogEntry:
@@ -27,24 +28,31 @@ class ScriptedCluster:
         self.bugs = bugs
         self.rng = random.Random(seed)
         self.now = 0.0
-        self.disks = {node: SimulatedDisk() for node in VOTERS}
-        self.stores = {node: MemoryElectionStore() for node in VOTERS}
+        self.disks = {node: SimulatedDisk() for node in (*VOTERS, OBSERVER)}
+        self.stores = {node: MemoryElectionStore() for node in (*VOTERS, OBSERVER)}
         self.cores: dict[int, RaftNode] = {}
         self.in_flight: list[Envelope] = []
-        self.checker = InvariantChecker()
+        self.checker = InvariantChecker(VOTERS)
         self.violations: list[str] = []
 
     def preload(self, node: int, entries: list[LogEntry], election: ElectionState) -> None:
         self.disks[node].durable = list(entries)
         self.stores[node].state = election
 
-    def start(self, node: int) -> None:
-        config = RaftConfig(node_id=node, voters=VOTERS, fetch_max_bytes=1)
+    def start(self, node: int, voters: tuple[int, ...] = VOTERS) -> None:
+        """`voters`: the voter set this node believes in (a misconfigured node may disagree with the others)."""
+        config = RaftConfig(node_id=node, voters=voters, fetch_max_bytes=1)
         self.checker.restarted(node)
         self.cores[node] = RaftNode(
             config, RaftLog(self.disks[node]), self.stores[node], random.Random(self.rng.random()), self.now, self.bugs
         )
         self._after(node)
+
+    def append(self, node: int) -> int:
+        """One NoOpRecord batch appended on `node` (the leader); returns its last offset."""
+        last = self.cores[node].append(self.now, [NoOpRecord()])
+        self._after(node)
+        return last
 
     def crash(self, node: int, lose_unflushed: bool) -> None:
         del self.cores[node]
@@ -52,7 +60,10 @@ class ScriptedCluster:
 
     def _after(self, node: int) -> None:
         core = self.cores[node]
-        self.in_flight += core.take_outbox()
+        outbox = core.take_outbox()
+        for envelope in outbox:
+            self.violations += self.checker.check_message(envelope)
+        self.in_flight += outbox
         violations, _ = self.checker.check(node, core)
         self.violations += violations
 
