@@ -9,10 +9,9 @@ changed. An aborted transaction emits nothing. A snapshot load is diffed table b
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from image_schema.tables import TABLES, Key, Row, config_resource_type, mechanism_name
+from image_schema.tables import TABLES, Key, Values, config_resource_type, mechanism_name
 from records import metadata_types as mt
 from replay.canonical import quota_entity_text
 from replay.client_quotas import quota_entity
@@ -22,13 +21,13 @@ from replay.features import KRAFT_VERSION
 from replay.image import MetadataImage
 
 
-@dataclass(frozen=True)
-class RowVersion:
-    """The value `row` (None: deleted) that `table`'s row `key` holds from metadata offset `offset` on."""
+class RowVersion(NamedTuple):
+    """The value `row` (None: deleted) that `table`'s row `key` holds from metadata offset `offset` on.
+    A named tuple, not a dataclass: a bootstrap makes one per partition."""
 
     table: str
     key: Key
-    row: Row | None
+    row: Values | None
     offset: int
 
 
@@ -143,7 +142,7 @@ class ChangeRecorder:
     """A LoaderObserver that turns visibility into row versions, collected until `take()`."""
 
     def __init__(self) -> None:
-        self._pending: dict[tuple[str, Key], Row | None] = {}
+        self._pending: dict[tuple[str, Key], Values | None] = {}
         self._versions: list[RowVersion] = []
 
     def before_replay(self, offset: int, message: Any, delta: MetadataDelta) -> None:

@@ -3,12 +3,16 @@
 Rows carry no secret: SCRAM salts and keys never leave `replay`, and config values whose name marks them
 sensitive are written as "[redacted]". Every table can produce its rows from a whole image (a snapshot,
 a first publish) or one row by key from a delta being replayed (record-level history).
+
+A row on its way to Delta is a tuple of its column values in schema order (`Values`), not a dict: a
+bootstrap builds and compares a million of them, and Arrow columns are their transpose.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -26,6 +30,7 @@ from replay.topics import PartitionRegistration
 
 Key = tuple[Any, ...]
 Row = dict[str, Any]
+Values = tuple[Any, ...]  # a row's column values, in the order of its table's schema
 
 _ENDPOINT = pa.struct(
     [("name", pa.string()), ("host", pa.string()), ("port", pa.int32()), ("security_protocol", pa.int16())]
@@ -45,8 +50,28 @@ class TableSpec:
     name: str
     key: tuple[str, ...]
     schema: pa.Schema
-    image_rows: Callable[[MetadataImage], Iterator[tuple[Key, Row]]]
-    row: Callable[[MetadataDelta, Key], Row | None]
+    image_rows: Callable[[MetadataImage], Iterator[tuple[Key, Values]]]
+    row: Callable[[MetadataDelta, Key], Values | None]
+
+    @cached_property
+    def _key_positions(self) -> tuple[int, ...]:
+        return tuple(self.schema.names.index(column) for column in self.key)
+
+    def key_only(self, key: Key) -> Values:
+        """A row holding only `key` (other columns null): what a deletion writes."""
+        values: list[Any] = [None] * len(self.schema)
+        for position, part in zip(self._key_positions, key, strict=True):
+            values[position] = part
+        return tuple(values)
+
+    def arrow(self, rows: Sequence[Values]) -> pa.Table:
+        """Rows as an Arrow table of this schema, built column by column."""
+        columns = list(zip(*rows, strict=True)) if rows else [() for _ in self.schema]
+        arrays = [pa.array(column, type=field.type) for column, field in zip(columns, self.schema, strict=True)]
+        return pa.Table.from_arrays(arrays, schema=self.schema)
+
+    def as_dict(self, values: Values) -> Row:
+        return dict(zip(self.schema.names, values, strict=True))
 
 
 # -- row builders -------------------------------------------------------------------------------------
@@ -85,23 +110,24 @@ def controller_row(controller: ControllerRegistration) -> Row:
     }
 
 
-def partition_row(topic_id: str, topic_name: str, partition_id: int, p: PartitionRegistration) -> Row:
-    return {
-        "topic_id": topic_id,
-        "topic_name": topic_name,
-        "partition_id": partition_id,
-        "replicas": list(p.replicas),
-        "directories": list(p.directories),
-        "isr": list(p.isr),
-        "removing_replicas": list(p.removing_replicas),
-        "adding_replicas": list(p.adding_replicas),
-        "elr": list(p.elr),
-        "last_known_elr": list(p.last_known_elr),
-        "leader": p.leader,
-        "leader_recovery_state": p.leader_recovery_state,
-        "leader_epoch": p.leader_epoch,
-        "partition_epoch": p.partition_epoch,
-    }
+def partition_values(topic_id: str, topic_name: str, partition_id: int, p: PartitionRegistration) -> Values:
+    """The partitions row, in schema order (the hot path of a bootstrap: one tuple, nothing copied)."""
+    return (
+        topic_id,
+        topic_name,
+        partition_id,
+        p.replicas,
+        p.directories,
+        p.isr,
+        p.removing_replicas,
+        p.adding_replicas,
+        p.elr,
+        p.last_known_elr,
+        p.leader,
+        p.leader_recovery_state,
+        p.leader_epoch,
+        p.partition_epoch,
+    )
 
 
 def config_resource(resource_type: str, resource_name: str) -> ConfigResource:
@@ -183,15 +209,15 @@ def _controller_rows(image: MetadataImage) -> Iterator[tuple[Key, Row]]:
         yield (controller_id,), controller_row(controller)
 
 
-def _topic_rows(image: MetadataImage) -> Iterator[tuple[Key, Row]]:
+def _topic_rows(image: MetadataImage) -> Iterator[tuple[Key, Values]]:
     for topic in image.topics.by_id.values():
-        yield (topic.topic_id,), {"topic_id": topic.topic_id, "name": topic.name}
+        yield (topic.topic_id,), (topic.topic_id, topic.name)
 
 
-def _partition_rows(image: MetadataImage) -> Iterator[tuple[Key, Row]]:
+def _partition_rows(image: MetadataImage) -> Iterator[tuple[Key, Values]]:
     for topic in image.topics.by_id.values():
         for partition_id, partition in topic.partitions.items():
-            yield (topic.topic_id, partition_id), partition_row(topic.topic_id, topic.name, partition_id, partition)
+            yield (topic.topic_id, partition_id), partition_values(topic.topic_id, topic.name, partition_id, partition)
 
 
 def _config_rows(image: MetadataImage) -> Iterator[tuple[Key, Row]]:
@@ -244,16 +270,16 @@ def _controller_row(delta: MetadataDelta, key: Key) -> Row | None:
     return None if controller is None else controller_row(controller)
 
 
-def _topic_row(delta: MetadataDelta, key: Key) -> Row | None:
+def _topic_row(delta: MetadataDelta, key: Key) -> Values | None:
     topic = delta.reader("topics").topic(key[0])
-    return None if topic is None else {"topic_id": topic.topic_id, "name": topic.name}
+    return None if topic is None else (topic.topic_id, topic.name)
 
 
-def _partition_row(delta: MetadataDelta, key: Key) -> Row | None:
+def _partition_row(delta: MetadataDelta, key: Key) -> Values | None:
     topics = delta.reader("topics")
     topic = topics.topic(key[0])
     partition = None if topic is None else topics.partition(key[0], key[1])
-    return None if partition is None else partition_row(key[0], topic.name, key[1], partition)
+    return None if partition is None else partition_values(key[0], topic.name, key[1], partition)
 
 
 def _config_row(delta: MetadataDelta, key: Key) -> Row | None:
@@ -295,14 +321,34 @@ def _token_row(delta: MetadataDelta, key: Key) -> Row | None:
     return None if token is None else token_row(token)
 
 
+def _dict_table(
+    name: str,
+    key: tuple[str, ...],
+    schema: pa.Schema,
+    dict_rows: Callable[[MetadataImage], Iterator[tuple[Key, Row]]],
+    dict_row: Callable[[MetadataDelta, Key], Row | None],
+) -> TableSpec:
+    """A small table whose rows are built as dicts (readable), handed out as `Values`."""
+
+    def image_rows(image: MetadataImage) -> Iterator[tuple[Key, Values]]:
+        for row_key, row in dict_rows(image):
+            yield row_key, tuple(row[column] for column in schema.names)
+
+    def row(delta: MetadataDelta, row_key: Key) -> Values | None:
+        found = dict_row(delta, row_key)
+        return None if found is None else tuple(found[column] for column in schema.names)
+
+    return TableSpec(name, key, schema, image_rows, row)
+
+
 TABLES: dict[str, TableSpec] = {
     spec.name: spec
     for spec in (
-        TableSpec(
+        _dict_table(
             "features", ("name",), pa.schema([("name", pa.string()), ("level", pa.int16())]), _feature_rows,
             _feature_row,
         ),
-        TableSpec(
+        _dict_table(
             "brokers",
             ("broker_id",),
             pa.schema([
@@ -320,7 +366,7 @@ TABLES: dict[str, TableSpec] = {
             _broker_rows,
             _broker_row,
         ),
-        TableSpec(
+        _dict_table(
             "controllers",
             ("controller_id",),
             pa.schema([
@@ -359,7 +405,7 @@ TABLES: dict[str, TableSpec] = {
             _partition_rows,
             _partition_row,
         ),
-        TableSpec(
+        _dict_table(
             "configs",
             ("resource_type", "resource_name", "name"),
             pa.schema([
@@ -371,7 +417,7 @@ TABLES: dict[str, TableSpec] = {
             _config_rows,
             _config_row,
         ),
-        TableSpec(
+        _dict_table(
             "client_quotas",
             ("entity", "key"),
             pa.schema([
@@ -383,14 +429,14 @@ TABLES: dict[str, TableSpec] = {
             _quota_rows,
             _quota_row,
         ),
-        TableSpec(
+        _dict_table(
             "producer_ids",
             ("scope",),
             pa.schema([("scope", pa.string()), ("next_producer_id", pa.int64())]),
             _producer_id_rows,
             _producer_id_row,
         ),
-        TableSpec(
+        _dict_table(
             "acls",
             ("acl_id",),
             pa.schema([
@@ -406,14 +452,14 @@ TABLES: dict[str, TableSpec] = {
             _acl_rows,
             _acl_row,
         ),
-        TableSpec(
+        _dict_table(
             "scram_credentials",
             ("user", "mechanism"),
             pa.schema([("user", pa.string()), ("mechanism", pa.string()), ("iterations", pa.int32())]),
             _scram_rows,
             _scram_row,
         ),
-        TableSpec(
+        _dict_table(
             "delegation_tokens",
             ("token_id",),
             pa.schema([

@@ -10,15 +10,16 @@ so a crash anywhere is repaired by replaying the same log and writing again.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from image_schema.changes import RowVersion
 from image_schema.tables import TABLES, Row
-from jobs.warehouse import BATCHES, BATCHES_SCHEMA, IMAGES, IMAGES_SCHEMA, Warehouse, history_name, history_schema
+from jobs.warehouse import BATCHES, BATCHES_SCHEMA, HISTORY_COLUMNS, IMAGES, IMAGES_SCHEMA, Warehouse, history_name
 from kraftlake.failpoints import failpoint
 from records import RecordBatch
 from replay.image import Provenance
@@ -42,6 +43,18 @@ def batch_row(batch: RecordBatch) -> Row:
         "control": batch.is_control,
         "size_bytes": batch.size_in_bytes,
     }
+
+
+@dataclass(frozen=True)
+class TableWrite:
+    """One commit the sink is about to make: `data` appended to `table`, or merged into it by key."""
+
+    table: str
+    data: pa.Table
+    offset: int  # the app transaction version: the highest offset whose rows this commit holds
+    provenance: Provenance
+    failpoint: str  # passed right after this commit
+    merge: bool = False
 
 
 class DeltaSink:
@@ -85,76 +98,91 @@ class DeltaSink:
     ) -> bool:
         """Make `image` (None: nothing published, e.g. a transaction still open) and its rows durable.
         True when this call added the image's `images` row (False: nothing new to publish)."""
-        if batches:
-            self._append_batches(batches)
-            failpoint("sink.after_batches")
+        return self.commit(image, self.prepare(image, versions, batches))
+
+    def prepare(
+        self, image: PublishedImage | None, versions: Sequence[RowVersion], batches: Sequence[RecordBatch]
+    ) -> list[TableWrite]:
+        """The Arrow data of every commit `write` makes, in order, leaving out what the tables already hold."""
+        writes: list[TableWrite] = []
+        batch_write = self._batches_write(batches)
+        if batch_write is not None:
+            writes.append(batch_write)
         if image is None:
-            return False
-        provenance = image.provenance
+            return writes
         by_table: dict[str, list[RowVersion]] = {}
         for version in versions:
             by_table.setdefault(version.table, []).append(version)
         for table, table_versions in by_table.items():
-            self._write_history(table, table_versions, provenance)
-            failpoint("sink.between_history_and_current")
-            self._merge_current(table, table_versions, provenance)
-            failpoint("sink.after_table")
-        if provenance.offset <= self.last_published():
+            writes.extend(self._table_writes(table, table_versions, image.provenance))
+        return writes
+
+    def commit(self, image: PublishedImage | None, writes: Sequence[TableWrite]) -> bool:
+        """Make the prepared commits, then the `images` row; True when that row is new."""
+        for write in writes:
+            if write.merge:
+                self._merge(write)
+            else:
+                self._append(write.table, write.data, write.offset, write.provenance)
+            failpoint(write.failpoint)
+        if image is None or image.provenance.offset <= self.last_published():
             return False
         self._append_image(image)
         failpoint("sink.after_image")
         return True
 
-    def _append_batches(self, batches: Sequence[RecordBatch]) -> None:
+    def _batches_write(self, batches: Sequence[RecordBatch]) -> TableWrite | None:
         through = self.written_through(BATCHES)
         rows = [batch_row(b) for b in batches if b.last_offset > through]
-        if rows:
-            last = batches[-1]
-            provenance = Provenance(last.last_offset, last.partition_leader_epoch, last.append_time_ms, True)
-            self._append(BATCHES, pa.Table.from_pylist(rows, schema=BATCHES_SCHEMA), last.last_offset, provenance)
+        if not rows:
+            return None
+        last = batches[-1]
+        provenance = Provenance(last.last_offset, last.partition_leader_epoch, last.append_time_ms, True)
+        data = pa.Table.from_pylist(rows, schema=BATCHES_SCHEMA)
+        return TableWrite(BATCHES, data, last.last_offset, provenance, "sink.after_batches")
 
-    def _write_history(self, table: str, versions: Iterable[RowVersion], provenance: Provenance) -> None:
+    def _table_writes(
+        self, table: str, versions: Sequence[RowVersion], provenance: Provenance
+    ) -> Iterator[TableWrite]:
+        """The history append and the current-rows merge of one table, from one Arrow table of its versions.
+
+        Each commit leaves out the versions its table already holds (a rerun after a crash between them)."""
         name = history_name(table)
-        through = self.written_through(name)
-        fresh = [v for v in versions if v.offset > through]
+        history_through, current_through = self.written_through(name), self.written_through(table)
+        fresh = [v for v in versions if v.offset > min(history_through, current_through)]
         if not fresh:
             return
-        key_columns = TABLES[table].key
-        rows = []
-        for version in fresh:
-            row = dict(zip(key_columns, version.key, strict=True)) if version.row is None else dict(version.row)
-            row["from_offset"] = version.offset
-            row["deleted"] = version.row is None
-            rows.append(row)
-        self._append(name, pa.Table.from_pylist(rows, schema=history_schema(table)), provenance.offset, provenance)
-
-    def _merge_current(self, table: str, versions: Iterable[RowVersion], provenance: Provenance) -> None:
-        through = self.written_through(table)
-        latest: dict[tuple, Row | None] = {}
-        for version in versions:
-            if version.offset > through:
-                latest[version.key] = version.row
+        spec = TABLES[table]
+        data = spec.arrow([spec.key_only(v.key) if v.row is None else v.row for v in fresh])
+        data = data.append_column(HISTORY_COLUMNS[0], pa.array([v.offset for v in fresh], pa.int64()))
+        data = data.append_column(HISTORY_COLUMNS[1], pa.array([v.row is None for v in fresh], pa.bool_()))
+        history = data.filter(pc.field("from_offset") > history_through) if history_through > current_through else data
+        if history.num_rows:
+            yield TableWrite(name, history, provenance.offset, provenance, "sink.between_history_and_current")
+        latest = list({v.key: i for i, v in enumerate(fresh) if v.offset > current_through}.values())
         if not latest:
             return
-        spec = TABLES[table]
-        delta_table = self._table(table)
-        if not delta_table.file_uris():
-            rows = [row for row in latest.values() if row is not None]
-            self._append(table, pa.Table.from_pylist(rows, schema=spec.schema), provenance.offset, provenance)
-            return
-        source_schema = spec.schema.append(pa.field(DELETED, pa.bool_()))
-        rows = [
-            {**dict(zip(spec.key, key, strict=True)), DELETED: True} if row is None else {**row, DELETED: False}
-            for key, row in latest.items()
-        ]
+        current = data if len(latest) == data.num_rows else data.take(latest)  # else: a key changed twice
+        if self._table(table).file_uris():
+            source = current.drop_columns("from_offset").rename_columns([*spec.schema.names, DELETED])
+            yield TableWrite(table, source, provenance.offset, provenance, "sink.after_table", merge=True)
+        else:  # nothing to merge with yet: append the rows that exist
+            if pc.any(current["deleted"]).as_py():
+                current = current.filter(pc.invert(current["deleted"]))
+            rows = current.select(spec.schema.names)
+            yield TableWrite(table, rows, provenance.offset, provenance, "sink.after_table")
+
+    def _merge(self, write: TableWrite) -> None:
+        spec = TABLES[write.table]
+        delta_table = self._table(write.table)
         predicate = " AND ".join(f"t.{column} = s.{column}" for column in spec.key)
         (
             delta_table.merge(
-                pa.Table.from_pylist(rows, schema=source_schema),
+                write.data,
                 predicate,
                 source_alias="s",
                 target_alias="t",
-                commit_properties=self._commit(table, provenance.offset, provenance),
+                commit_properties=self._commit(write.table, write.offset, write.provenance),
             )
             .when_matched_delete(predicate=f"s.{DELETED}")
             .when_matched_update_all(predicate=f"NOT s.{DELETED}", except_cols=[DELETED])
