@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from jobs.gc_pause import paused_collector
 from jobs.pipeline import MetadataPipeline
 from jobs.warehouse import Warehouse
 from records import read_batches
@@ -35,6 +36,11 @@ class IngestResult:
 def ingest(
     directory: Path, warehouse: Warehouse, *, image_every: int = 1000, progress: Progress | None = None
 ) -> IngestResult:
+    with paused_collector():
+        return _ingest(directory, warehouse, image_every, progress)
+
+
+def _ingest(directory: Path, warehouse: Warehouse, image_every: int, progress: Progress | None) -> IngestResult:
     sources = history_sources(directory)
     total = sum(source.path.stat().st_size for source in sources)
     done = 0

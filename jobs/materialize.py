@@ -71,7 +71,10 @@ class MicroBatchWriter:
 
     def __call__(self, frame: Any, batch_id: int) -> None:
         rows = frame.select("offset", "value").toArrow().sort_by("offset").to_pylist()
-        messages = [(row["offset"], row["value"]) for row in rows]
+        with paused_collector():
+            self._write([(row["offset"], row["value"]) for row in rows])
+
+    def _write(self, messages: list[tuple[int, bytes]]) -> None:
         try:
             if self.pipeline is None:
                 if not messages:
