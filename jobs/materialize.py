@@ -24,7 +24,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from jobs.gc_pause import paused_collector
-from jobs.kafka_source import SOURCE_NAME, KafkaSource
+from jobs.kafka_source import RECEIVE_MAX_BYTES, SOURCE_NAME, KafkaSource
 from jobs.pipeline import MetadataPipeline
 from jobs.warehouse import Warehouse
 from records import RecordBatch, decode_batch
@@ -117,6 +117,7 @@ def read_topic(config: MaterializeConfig, end_kafka_offset: int) -> Iterator[tup
         "group.id": f"kraftlake-rebuild-{os.getpid()}",
         "enable.auto.commit": False,
         "enable.partition.eof": True,
+        "receive.message.max.bytes": RECEIVE_MAX_BYTES,
     })
     try:
         consumer.assign([TopicPartition(config.topic, 0, 0)])

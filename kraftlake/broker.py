@@ -15,6 +15,10 @@ What noida-db 0.2.3 does, as checked on these machines:
   3.5x the payload) rewritten once per second, not a write-ahead log. SIGTERM writes it before exiting, so
   `stop()` loses nothing; SIGKILL loses what was acknowledged in the last second, including topics created
   in that second. A crash test that kills the broker must wait over a second after its last write.
+- Fetch limits are ignored: a fetch is answered with everything from its offset to the end of the partition
+  (a 1M-partition metadata log: one 127 MB response). Past librdkafka's `receive.message.max.bytes`
+  (100 MB by default) the client reports "FindCoordinator response error: Local: Bad message format" and
+  reads nothing, so the project's consumers raise that limit to its maximum (2 GiB).
 - Topic configs: unknown names are rejected (INVALID_CONFIG). The default `retention.ms` is 604800000
   (7 days), so the metadata topic must be created with `retention.ms=-1` (honoured: nothing is deleted).
   A finite `retention.ms` is honoured (records were gone within seconds with `retention.ms=1000`);

@@ -208,3 +208,16 @@ def test_limit_is_shared_by_backlog_and_always_makes_progress() -> None:
     assert sum(capped[p] - begin[p] for p in begin) == 2
     assert all(begin[p] <= capped[p] <= ends[p] for p in begin)
     assert _cap(begin, {"0": 105, "1": 3, "2": 7}, 100) == {"0": 105, "1": 3, "2": 7}
+
+
+def test_a_fetch_answer_past_librdkafkas_default_limit_is_read(tmp_path: Path) -> None:
+    """noida-db answers a fetch with the whole rest of the partition, whatever fetch.max.bytes says: past
+    librdkafka's default receive.message.max.bytes (100 MB) nothing at all was read."""
+    count, value = 120, bytes(900_000)  # 108 MB
+    with LocalBroker(tmp_path / "broker") as broker:  # its own broker: a big state slows every later write
+        topic = create_topic(broker.bootstrap_servers)
+        produce(broker.bootstrap_servers, topic, [(b"%d" % i, value) for i in range(count)])
+        options = KafkaSourceOptions.parse({"bootstrap.servers": broker.bootstrap_servers, "topic": topic})
+        batches = list(KafkaStreamReader(options).read(KafkaRange(0, 0, count)))
+    offsets = [offset for batch in batches for offset in batch.column("offset").to_pylist()]
+    assert offsets == list(range(count))
