@@ -8,17 +8,21 @@ sees half of an image that was being written.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from image_schema.rebuild import image_from_rows
-from image_schema.tables import TABLES, Row
+from image_schema.tables import TABLES
 from jobs.warehouse import BATCHES, IMAGES, Warehouse, history_name, history_schema
 from replay.canonical import canonical_json
 from replay.image import MetadataImage, Provenance
+
+_INDEX = "__kraftlake_row"
 
 
 class TimeTravelError(Exception):
@@ -67,18 +71,34 @@ def image_at_offset(warehouse: Warehouse, offset: int) -> WarehouseImage:
     if offset < images[0].offset and images[0].snapshot:
         raise TimeTravelError(f"offset {offset} is before the history this warehouse holds (from {images[0].offset})")
     base = next((image for image in reversed(images) if image.offset <= offset), None)
+    since = -1 if base is None else base.offset
     tables = {}
     for name, spec in TABLES.items():
-        current = _current_rows(warehouse, name, base) if base is not None else {}
-        since = -1 if base is None else base.offset
-        for row in _history_rows(warehouse, name, latest.table_versions[history_name(name)], since, offset):
-            key = tuple(row[column] for column in spec.key)
-            if row["deleted"]:
-                current.pop(key, None)
-            else:
-                current[key] = {column: row[column] for column in spec.schema.names}
-        tables[name] = pa.Table.from_pylist(list(current.values()), schema=spec.schema)
+        current = _current_table(warehouse, name, base)
+        changes = _history_table(warehouse, name, latest.table_versions[history_name(name)], since, offset)
+        tables[name] = _one_chunk(_apply_changes(current, changes, spec.key) if changes.num_rows else current)
     return WarehouseImage(_provenance(warehouse, offset, images), tables)
+
+
+def _apply_changes(current: pa.Table, changes: pa.Table, key: Sequence[str]) -> pa.Table:
+    """`current` with the last change of each key in `changes` (sorted by offset) applied, in Arrow throughout:
+    rows whose key changed are dropped, then the last versions that are not deletions are added."""
+    changes = changes.append_column(_INDEX, _row_numbers(changes))
+    last = changes.group_by(list(key), use_threads=False).aggregate([(_INDEX, "max")])
+    latest = changes.take(last[f"{_INDEX}_max"])
+    current_keys = current.select(list(key)).append_column(_INDEX, _row_numbers(current))
+    kept = current_keys.join(latest.select(list(key)), list(key), join_type="left anti")
+    upserts = latest.filter(pc.invert(latest["deleted"])).select(current.schema.names)
+    return pa.concat_tables([current.take(kept.sort_by(_INDEX)[_INDEX]), upserts.cast(current.schema)])
+
+
+def _one_chunk(table: pa.Table) -> pa.Table:
+    """Each column in one chunk, also when empty (Spark's createDataFrame refuses a column of no chunks)."""
+    return table.combine_chunks() if table.num_rows else table.schema.empty_table()
+
+
+def _row_numbers(table: pa.Table) -> pa.Array:
+    return pa.array(np.arange(table.num_rows, dtype=np.int64))
 
 
 def image_at_time(warehouse: Warehouse, time_ms: int) -> WarehouseImage:
@@ -106,22 +126,22 @@ def changes_between(warehouse: Warehouse, from_offset: int, to_offset: int) -> d
     pinned = images[-1].table_versions
     result = {}
     for name in TABLES:
-        rows = _history_rows(warehouse, name, pinned[history_name(name)], from_offset, to_offset)
-        result[name] = pa.Table.from_pylist(rows, schema=history_schema(name))
+        changes = _history_table(warehouse, name, pinned[history_name(name)], from_offset, to_offset)
+        result[name] = _one_chunk(changes.cast(history_schema(name)))
     return result
 
 
-def _current_rows(warehouse: Warehouse, name: str, image: ImageRow) -> dict[tuple, Row]:
-    spec = TABLES[name]
-    rows = warehouse.table(name, image.table_versions[name]).to_pyarrow_table().to_pylist()
-    return {tuple(row[column] for column in spec.key): row for row in rows}
+def _current_table(warehouse: Warehouse, name: str, image: ImageRow | None) -> pa.Table:
+    if image is None:
+        return TABLES[name].schema.empty_table()
+    return warehouse.table(name, image.table_versions[name]).to_pyarrow_table().cast(TABLES[name].schema)
 
 
-def _history_rows(warehouse: Warehouse, name: str, version: int, after: int, through: int) -> list[Row]:
+def _history_table(warehouse: Warehouse, name: str, version: int, after: int, through: int) -> pa.Table:
     table = warehouse.table(history_name(name), version).to_pyarrow_table(
         filters=[("from_offset", ">", after), ("from_offset", "<=", through)]
     )
-    return table.sort_by("from_offset").to_pylist()
+    return table.sort_by("from_offset")
 
 
 def _provenance(warehouse: Warehouse, offset: int, images: list[ImageRow]) -> Provenance:
