@@ -70,9 +70,12 @@ class MicroBatchWriter:
         self.failure: str | None = None
 
     def __call__(self, frame: Any, batch_id: int) -> None:
-        rows = frame.select("offset", "value").toArrow().sort_by("offset").to_pylist()
+        self.write(collect_messages(frame))
+
+    def write(self, messages: list[tuple[int, bytes]]) -> None:
+        """Replay one micro-batch's (Kafka offset, value) pairs, in Kafka offset order, and publish."""
         with paused_collector():
-            self._write([(row["offset"], row["value"]) for row in rows])
+            self._write(messages)
 
     def _write(self, messages: list[tuple[int, bytes]]) -> None:
         try:
@@ -106,6 +109,12 @@ class MicroBatchWriter:
                 self._apply(pipeline, chunk)
                 chunk = []
         self._apply(pipeline, chunk)
+
+
+def collect_messages(frame: Any) -> list[tuple[int, bytes]]:
+    """A micro-batch's (Kafka offset, value) pairs, brought to the driver, in Kafka offset order."""
+    table = frame.select("offset", "value").toArrow().sort_by("offset")
+    return list(zip(table.column("offset").to_pylist(), table.column("value").to_pylist(), strict=True))
 
 
 def read_topic(config: MaterializeConfig, end_kafka_offset: int) -> Iterator[tuple[int, bytes]]:
