@@ -136,6 +136,20 @@ class RaftClient:
         self._wakeup.set()
         return future
 
+    def append_encoded(self, data: bytes) -> AppendFuture:
+        """`append` for a batch already encoded (RecordBatch v2 bytes) at `end_offset` in this leader's epoch,
+        so that a big batch need not be encoded on the event loop. ValueError if it does not fit there."""
+        future = AppendFuture(loop=asyncio.get_running_loop())
+        try:
+            entry = self.core.append_encoded(monotonic_ms(), data)
+        except NotLeaderError as error:
+            future.set_exception(error)
+            return future
+        future.base_offset = entry.base_offset
+        self._pending[entry.last_offset] = (self.core.epoch, future)
+        self._wakeup.set()
+        return future
+
     def read_committed(self, start_offset: int, max_batches: int) -> list[tuple[int, bytes]]:
         """(base offset, bytes) of up to `max_batches` committed batches from `start_offset` (a batch
         boundary) on; LookupError when it is below the log start (deleted behind a snapshot)."""

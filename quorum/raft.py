@@ -266,6 +266,22 @@ class RaftNode:
         self._poll(now)
         return last
 
+    def append_encoded(self, now: float, data: bytes) -> LogEntry:
+        """Append one batch the caller encoded itself (a big one is best encoded off the driver's thread): it
+        must start at the log end and carry this leader's epoch, else ValueError (the log moved on)."""
+        state = self.state
+        if not isinstance(state, Leader):
+            raise NotLeaderError(self.leader_id, self.epoch)
+        entry = entry_from_bytes(data)
+        if entry.base_offset != self.log.end_offset or entry.epoch != state.epoch:
+            raise ValueError(
+                f"a batch at offset {entry.base_offset} of epoch {entry.epoch} does not continue the log at "
+                f"{self.log.end_offset} in epoch {state.epoch}"
+            )
+        self.log.append(entry)
+        self._poll(now)
+        return entry
+
     def resign(self, now: float) -> None:
         """Step down (graceful shutdown or lost check-quorum), naming successors most caught up first."""
         state = self.state
