@@ -11,7 +11,7 @@ import pytest
 from quorum.client import RaftClient, SnapshotReader
 from quorum.messages import Envelope
 from quorum.raft import NotLeaderError, RaftConfig
-from records import RecordBatch
+from records import RecordBatch, encode_batch, make_batch
 from records import metadata_types as mt
 from records.metadata_types import NoOpRecord
 
@@ -187,3 +187,19 @@ async def _leader_of(clients: dict[int, RaftClient], excluding: int | None = Non
             return leaders[0]
         await asyncio.sleep(0.005)
     raise AssertionError("no leader elected within 10 s")
+
+
+def test_a_batch_encoded_elsewhere_is_appended_only_at_the_log_end(tmp_path: Path) -> None:
+    async def scenario() -> tuple[int, int]:
+        client = RaftClient(RaftConfig(node_id=1, voters=(1,)), tmp_path, _discard)
+        client.start()
+        await client.append([NoOpRecord()])
+        base, epoch = client.end_offset, client.epoch
+        with pytest.raises(ValueError, match="does not continue the log"):
+            client.append_encoded(encode_batch(make_batch(base + 1, epoch, 0, [NoOpRecord()])))
+        future = client.append_encoded(encode_batch(make_batch(base, epoch, 0, [NoOpRecord()] * 2)))
+        last = await future
+        await client.stop()
+        return future.base_offset, last
+
+    assert asyncio.run(scenario()) == (2, 3)
