@@ -6,12 +6,18 @@ Partition leaders shrink and expand their ISRs. The operator mixes topic creatio
 ACLs, quotas, SCRAM users, delegation tokens and producer-id blocks. Every choice comes from one seeded
 random generator and the controller's answers, so a seed replays the same workload against the same
 responses. Large clusters are built in batches of at most `max_partitions_per_request` partitions.
+
+At scale, one step can outlast a broker session (fencing a broker that holds 25k partitions writes 25k
+records), and brokers that only heartbeat between steps get fenced in a cascade. `heartbeat_interval_ms`
+then makes every live broker heartbeat from a thread of its own as well, as a real broker does; the
+workload is no longer exactly repeatable, as those answers interleave with it.
 """
 
 from __future__ import annotations
 
 import base64
 import random
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -52,6 +58,7 @@ class SimulationConfig:
     steps: int = 200
     seed: int = 0
     max_partitions_per_request: int = 5_000
+    heartbeat_interval_ms: int = 0  # > 0: live brokers also heartbeat in the background (broker.heartbeat.interval.ms)
 
 
 @dataclass
@@ -72,17 +79,20 @@ class BrokerSimulator:
         self.report = SimulationReport()
         self._topic_serial = 0
         self._tokens: list[tuple[str, str]] = []  # (hmac, owner)
+        self._lock = threading.RLock()  # brokers' epochs and the report, shared with the heartbeat thread
 
     # -- plumbing -------------------------------------------------------------------------------------------
 
     def _call(self, action: str, operation: str, body: dict[str, Any]) -> Any:
-        self.report.actions[action] = self.report.actions.get(action, 0) + 1
+        with self._lock:
+            self.report.actions[action] = self.report.actions.get(action, 0) + 1
         try:
             return self.admin.call(operation, body)
         except AdminError as error:
             if error.code not in EXPECTED_REFUSALS:
                 raise
-            self.report.refused[error.code] = self.report.refused.get(error.code, 0) + 1
+            with self._lock:
+                self.report.refused[error.code] = self.report.refused.get(error.code, 0) + 1
             return None
 
     def _incarnation_id(self, broker: SimulatedBroker) -> str:
@@ -98,22 +108,33 @@ class BrokerSimulator:
             "features": {name: list(levels) for name, levels in SUPPORTED_FEATURES.items()},
         })
         if epoch is not None:
-            broker.epoch = epoch
-            broker.shutting_down = False
+            with self._lock:
+                broker.epoch = epoch
+                broker.shutting_down = False
 
-    def heartbeat(self, broker: SimulatedBroker) -> None:
-        if broker.epoch is None:
+    def heartbeat(self, broker: SimulatedBroker, action: str = "heartbeat") -> None:
+        with self._lock:
+            epoch, offset, shutting_down = broker.epoch, broker.offset, broker.shutting_down
+        if epoch is None:
             return
-        reply = self._call("heartbeat", "heartbeat", {
-            "broker_id": broker.broker_id, "broker_epoch": broker.epoch, "metadata_offset": broker.offset,
-            "want_shutdown": broker.shutting_down,
+        reply = self._call(action, "heartbeat", {
+            "broker_id": broker.broker_id, "broker_epoch": epoch, "metadata_offset": offset,
+            "want_shutdown": shutting_down,
         })
-        if reply is None:  # fenced for good (stale epoch): register again as a new incarnation
-            broker.epoch = None
-            return
-        broker.offset = reply["committed_offset"]
-        if reply["should_shut_down"]:
-            broker.epoch = None  # it exits; it restarts at a later step
+        with self._lock:
+            if broker.epoch != epoch:
+                return  # crashed or registered again meanwhile (by the other heartbeating thread's doing)
+            if reply is None:  # fenced for good (stale epoch): register again as a new incarnation
+                broker.epoch = None
+                return
+            broker.offset = max(broker.offset, reply["committed_offset"])
+            if reply["should_shut_down"]:
+                broker.epoch = None  # it exits; it restarts at a later step
+
+    def _heartbeat_in_background(self, stop: threading.Event) -> None:
+        while not stop.wait(self.config.heartbeat_interval_ms / 1000):
+            for broker in self.brokers:
+                self.heartbeat(broker, "background-heartbeat")
 
     def heartbeat_all(self) -> None:
         for broker in self.brokers:
@@ -166,9 +187,19 @@ class BrokerSimulator:
         self.rng.choices([action for _, action in actions], weights)[0]()
 
     def run(self) -> SimulationReport:
-        self.build()
-        for _ in range(self.config.steps):
-            self.step()
+        stop = threading.Event()
+        beats = threading.Thread(target=self._heartbeat_in_background, args=(stop,), name="broker-heartbeats",
+                                 daemon=True)
+        if self.config.heartbeat_interval_ms > 0:
+            beats.start()
+        try:
+            self.build()
+            for _ in range(self.config.steps):
+                self.step()
+        finally:
+            stop.set()
+            if beats.is_alive():
+                beats.join()
         return self.report
 
     def _live(self) -> list[SimulatedBroker]:
@@ -178,8 +209,9 @@ class BrokerSimulator:
         live = self._live()
         if live:
             victim = self.rng.choice(live)
-            victim.epoch = None  # it stops heartbeating; the controller fences it once the session expires
-            self.report.actions["crash"] = self.report.actions.get("crash", 0) + 1
+            with self._lock:
+                victim.epoch = None  # it stops heartbeating; the controller fences it once the session expires
+                self.report.actions["crash"] = self.report.actions.get("crash", 0) + 1
 
     def _restart(self) -> None:
         down = [b for b in self.brokers if b.epoch is None]

@@ -22,6 +22,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--racks", type=int, default=3)
     parser.add_argument("--steps", type=int, default=200, help="mixed workload steps after the cluster is built")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--heartbeat-interval-ms", type=int, default=0,
+                        help="live brokers also heartbeat in the background at this interval, as real brokers do "
+                             "(needed for big clusters, where one step outlasts a session; the run is then not "
+                             "exactly repeatable); 0: only between steps")
     parser.add_argument("--config", type=Path, default=DEFAULT_CONTROLLER_CONFIG)
     parser.add_argument("--controllers", help="admin addresses host:port,… (default: [admin.addresses])")
     parser.add_argument("--token", help=f"admin token (default: ${TOKEN_ENV} or [admin] token)")
@@ -32,6 +36,7 @@ def _simulate(args: argparse.Namespace) -> int:
     config = SimulationConfig(
         brokers=args.brokers, topics=args.topics, partitions=args.partitions,
         replication_factor=args.replication_factor, racks=args.racks, steps=args.steps, seed=args.seed,
+        heartbeat_interval_ms=args.heartbeat_interval_ms,
     )
     report = BrokerSimulator(admin_client(args, timeout_s=120), config).run()
     print(json.dumps(vars(report), indent=2, sort_keys=True))

@@ -4,7 +4,9 @@ workload whose effects replay, and replays identically from the same seed."""
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -12,6 +14,7 @@ from quorum.controller import ControllerConfig, LocalMetadataLog, ManualClock, Q
 from quorum.controller.admin_api import AdminServer
 from quorum.controller.admin_client import AdminClient
 from quorum.simulator import BrokerSimulator, SimulationConfig
+from records import metadata_types as mt
 from replay.loader import BatchLoader
 
 
@@ -76,3 +79,41 @@ def test_big_topics_are_created_in_batches(served) -> None:  # type: ignore[no-u
     simulator.build()
     assert simulator.report.actions["create-partitions"] == 2
     assert controller.committed_image.topics.partition_count() == 2_500
+
+
+class SlowAdmin:
+    """Every operation but a heartbeat takes longer than a broker session, as big ones do at scale."""
+
+    def __init__(self, admin: AdminClient, delay_s: float) -> None:
+        self.admin = admin
+        self.delay_s = delay_s
+
+    def call(self, operation: str, body: dict[str, Any] | None = None) -> Any:
+        if operation != "heartbeat":
+            time.sleep(self.delay_s)
+        return self.admin.call(operation, body)
+
+    def describe_topic(self, name: str) -> dict[str, Any]:
+        return self.admin.describe_topic(name)
+
+
+def _fencings(log: LocalMetadataLog) -> int:
+    return sum(1 for b in log.committed_batches() for r in b.records
+               if type(r.message) is mt.BrokerRegistrationChangeRecord and r.message.fenced == 1)
+
+
+@pytest.mark.parametrize("interval_ms, fenced", [(0, True), (100, False)])
+def test_background_heartbeats_keep_brokers_alive_through_slow_operations(interval_ms: int, fenced: bool) -> None:
+    log = LocalMetadataLog()
+    controller = QuorumController(log, ControllerConfig(node_id=1, noop_interval_ms=0, session_timeout_ms=1_000),
+                                  rng=random.Random(3)).start()
+    server = AdminServer(controller).start()
+    try:
+        log.elect(1)
+        config = SimulationConfig(brokers=2, topics=1, partitions=2, replication_factor=2, steps=0,
+                                  heartbeat_interval_ms=interval_ms)
+        BrokerSimulator(SlowAdmin(AdminClient([server.address], timeout_s=60), 1.5), config).run()
+    finally:
+        server.close()
+        controller.close()
+    assert (_fencings(log) > 0) is fenced  # a 1.5 s operation outlasts a 1 s session
