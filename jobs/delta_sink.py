@@ -149,7 +149,8 @@ class DeltaSink:
         Each commit leaves out the versions its table already holds (a rerun after a crash between them)."""
         name = history_name(table)
         history_through, current_through = self.written_through(name), self.written_through(table)
-        fresh = [v for v in versions if v.offset > min(history_through, current_through)]
+        through = min(history_through, current_through)
+        fresh = [v for v in versions if v.offset > through]
         if not fresh:
             return
         spec = TABLES[table]
