@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 from quorum.log import DEFAULT_SEGMENT_BYTES, RaftLog, SegmentStorage
 from quorum.messages import Envelope, RaftMessage, SnapshotRef
@@ -24,6 +25,38 @@ from quorum.raft import NotLeaderError, RaftConfig, RaftNode
 from quorum.snapshots import snapshot_data_batches
 from quorum.state import Leader, Role
 from records import RecordBatch, decode_batch
+
+
+class LazyBatches(Sequence[RecordBatch]):
+    """Batches decoded on first use, once, by whichever thread uses them first: listeners get them on the
+    event loop, but decoding 10k-record batches there (and a big snapshot even more) would stall the quorum."""
+
+    def __init__(self, decode: Callable[[], list[RecordBatch]], byte_size: int = 0) -> None:
+        self.byte_size = byte_size  # of the encoded batches, known without decoding them
+        self._decode: Callable[[], list[RecordBatch]] | None = decode
+        self._batches: list[RecordBatch] = []
+        self._lock = threading.Lock()
+
+    def _decoded(self) -> list[RecordBatch]:
+        with self._lock:
+            if self._decode is not None:
+                self._batches, self._decode = self._decode(), None
+            return self._batches
+
+    @overload
+    def __getitem__(self, index: int) -> RecordBatch: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[RecordBatch]: ...
+
+    def __getitem__(self, index: int | slice) -> RecordBatch | list[RecordBatch]:
+        return self._decoded()[index]
+
+    def __len__(self) -> int:
+        return len(self._decoded())
+
+    def __iter__(self) -> Iterator[RecordBatch]:
+        return iter(self._decoded())
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +77,7 @@ class RaftListener(Protocol):
     been handed to `handle_commit`: a new leader's state machine starts from the whole committed history.
     """
 
-    def handle_commit(self, batches: list[RecordBatch]) -> None: ...
+    def handle_commit(self, batches: LazyBatches) -> None: ...
 
     def handle_load_snapshot(self, reader: SnapshotReader) -> None: ...
 
@@ -298,9 +331,12 @@ class RaftClient:
             self._delivered_end = log.snapshot.end_offset
         if core.high_watermark > self._delivered_end:
             entries = log.entries_between(self._delivered_end, core.high_watermark)
-            batches = [decode_batch(entry.data, "<raft log>") for entry in entries]
+            batches = LazyBatches(
+                lambda entries=entries: [decode_batch(entry.data, "<raft log>") for entry in entries],
+                sum(len(entry.data) for entry in entries),
+            )
             self._delivered_end = core.high_watermark
-            if batches:
+            if entries:
                 for listener in self._listeners:
                     listener.handle_commit(batches)
         for last_offset in sorted(self._pending):

@@ -11,10 +11,10 @@ import asyncio
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from quorum.client import RaftClient, SnapshotReader
+from quorum.client import LazyBatches, RaftClient, SnapshotReader
 from quorum.controller.metadata_log import LeaderAndEpoch, MetadataListener, NotLeaderError
 from quorum.snapshots import encode_snapshot
-from records import RecordBatch, SnapshotId, encode_batch, make_batch
+from records import SnapshotId, encode_batch, make_batch
 
 READ_CHUNK_BATCHES = 1000
 
@@ -24,6 +24,7 @@ class RaftMetadataLog:
         self._client = client
         self._loop = loop
         self._listeners: list[MetadataListener] = []
+        self.committed_bytes = 0  # of the batches committed since the process started (snapshots aside)
         client.register(self)
 
     def _on_loop(self, function: Any) -> Any:
@@ -86,13 +87,15 @@ class RaftMetadataLog:
 
     # -- RaftListener (on the loop) ------------------------------------------------------------------------------
 
-    def handle_commit(self, batches: list[RecordBatch]) -> None:
+    def handle_commit(self, batches: LazyBatches) -> None:
+        """Passed on undecoded: the controller decodes them on its own thread."""
+        self.committed_bytes += batches.byte_size
         for listener in self._listeners:
             listener.handle_commit(batches)
 
     def handle_load_snapshot(self, reader: SnapshotReader) -> None:
         snapshot_id = SnapshotId(reader.snapshot.end_offset, reader.snapshot.epoch)
-        batches = list(reader.batches())
+        batches = LazyBatches(lambda: list(reader.batches()))
         for listener in self._listeners:
             listener.handle_load_snapshot(snapshot_id, batches)
 

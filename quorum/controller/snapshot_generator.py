@@ -24,7 +24,7 @@ _POLL_S = 1.0
 
 
 class SnapshotGenerator:
-    """A MetadataListener that counts committed bytes; a thread of its own writes the snapshots."""
+    """A MetadataListener that watches the log's committed bytes; a thread of its own writes the snapshots."""
 
     def __init__(
         self, controller: QuorumController, metadata_log: RaftMetadataLog, max_new_bytes: int, max_interval_ms: int
@@ -33,8 +33,7 @@ class SnapshotGenerator:
         self._log = metadata_log
         self._max_new_bytes = max_new_bytes
         self._max_interval_s = max_interval_ms / 1000.0
-        self._lock = threading.Lock()  # the byte count moves on the quorum's loop and on this thread
-        self._new_bytes = 0
+        self._bytes_at_snapshot = 0  # the log's committed bytes when the latest snapshot was taken or loaded
         self._since = time.monotonic()
         self._wakeup = threading.Event()
         self._closed = False
@@ -54,15 +53,12 @@ class SnapshotGenerator:
     # -- MetadataListener (on the quorum's loop) -----------------------------------------------------------
 
     def handle_commit(self, batches: Sequence[RecordBatch]) -> None:
-        with self._lock:
-            self._new_bytes += sum(batch.size_in_bytes for batch in batches)
-            due = self._new_bytes >= self._max_new_bytes
-        if due:
+        """Only looks at the byte count: decoding the batches is the controller's business, on its thread."""
+        if self._new_bytes() >= self._max_new_bytes:
             self._wakeup.set()
 
     def handle_load_snapshot(self, snapshot_id: SnapshotId, batches: Sequence[RecordBatch]) -> None:
-        with self._lock:
-            self._new_bytes = 0
+        self._bytes_at_snapshot = self._log.committed_bytes
         self._since = time.monotonic()
         self.latest = snapshot_id
 
@@ -71,10 +67,14 @@ class SnapshotGenerator:
 
     # -- the thread ------------------------------------------------------------------------------------------
 
+    def _new_bytes(self) -> int:
+        return self._log.committed_bytes - self._bytes_at_snapshot
+
     def _due(self) -> bool:
-        if self._new_bytes >= self._max_new_bytes:
+        new_bytes = self._new_bytes()
+        if new_bytes >= self._max_new_bytes:
             return True
-        return self._new_bytes > 0 and time.monotonic() - self._since >= self._max_interval_s
+        return new_bytes > 0 and time.monotonic() - self._since >= self._max_interval_s
 
     def _run(self) -> None:
         while not self._closed:
@@ -85,7 +85,7 @@ class SnapshotGenerator:
 
     def write_snapshot(self) -> SnapshotId | None:
         """Snapshot the controller's committed image now; None when there is nothing new to snapshot."""
-        new_bytes = self._new_bytes
+        committed_bytes = self._log.committed_bytes
         try:
             end_offset, records, log_time_ms = self._controller.snapshot_records()
             if self.latest is not None and end_offset <= self.latest.end_offset:
@@ -94,8 +94,7 @@ class SnapshotGenerator:
         except ValueError as error:  # nothing committed yet, or not a snapshot point (the log moved on)
             log.info("snapshot skipped: %s", error)
             return None
-        with self._lock:
-            self._new_bytes -= new_bytes
+        self._bytes_at_snapshot = committed_bytes
         self._since = time.monotonic()
         self.latest = snapshot
         log.info("snapshot %s written (%d records)", snapshot.file_name(), len(records))

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from quorum.client import RaftClient, SnapshotReader
+from quorum.client import LazyBatches, RaftClient, SnapshotReader
 from quorum.messages import Envelope
 from quorum.raft import NotLeaderError, RaftConfig
-from records import RecordBatch, encode_batch, make_batch
+from records import RecordBatch, decode_batch, encode_batch, make_batch
 from records import metadata_types as mt
 from records.metadata_types import NoOpRecord
 
@@ -203,3 +203,17 @@ def test_a_batch_encoded_elsewhere_is_appended_only_at_the_log_end(tmp_path: Pat
         return future.base_offset, last
 
     assert asyncio.run(scenario()) == (2, 3)
+
+
+def test_committed_batches_are_decoded_once_by_their_first_user() -> None:
+    raw = encode_batch(make_batch(0, 1, 0, [NoOpRecord()]))
+    calls: list[int] = []
+
+    def decode() -> list[RecordBatch]:
+        calls.append(1)
+        return [decode_batch(raw)]
+
+    lazy = LazyBatches(decode, len(raw))
+    assert calls == [] and lazy.byte_size == len(raw)  # handing them over costs nothing
+    assert len(lazy) == 1 and lazy[0] is next(iter(lazy)) and lazy[0].base_offset == 0
+    assert calls == [1]
