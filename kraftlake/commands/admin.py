@@ -15,6 +15,7 @@ from kraftlake.errors import UserFacingError
 from quorum.config import DEFAULT_CONFIG as DEFAULT_QUORUM_CONFIG
 from quorum.controller.admin_client import AdminClient
 from quorum.controller.node import DEFAULT_CONTROLLER_CONFIG, TOKEN_ENV, load_settings, run_controller_node
+from quorum.controller.versions import SUPPORTED_FEATURES
 
 
 def register(subparsers: Any) -> None:
@@ -135,9 +136,9 @@ def register(subparsers: Any) -> None:
     unregister = ops.add_parser("unregister-broker", help="remove a broker's registration")
     unregister.add_argument("broker_id", type=int)
     unregister.set_defaults(request=lambda a: ("unregister-broker", {"broker_id": a.broker_id}))
+    _broker_side(ops)
 
-    call = ops.add_parser("call", help="any operation with a raw JSON body (register-broker, heartbeat, "
-                                       "alter-partition, allocate-producer-ids, …)")
+    call = ops.add_parser("call", help="any operation with a raw JSON body")
     call.add_argument("operation")
     call.add_argument("body", nargs="?", default="{}", help="JSON object")
     call.set_defaults(request=lambda a: (a.operation, _json_object(a.body)))
@@ -174,6 +175,84 @@ def _admin(args: argparse.Namespace) -> int:
         result = client.call(operation, body)
     print(json.dumps(result, indent=2, sort_keys=True))
     return 0
+
+
+def _broker_side(ops: Any) -> None:
+    """What a broker sends (BrokerRegistration, BrokerHeartbeat, AlterPartition, AllocateProducerIds): for
+    trying things out by hand or scripting a broker; each prints the controller's answer."""
+    register = ops.add_parser("register-broker", help="register a broker (prints its broker epoch)")
+    register.add_argument("broker_id", type=int)
+    register.add_argument("--incarnation-id", required=True, help="a Kafka uuid, new for every start")
+    register.add_argument("--listener", action="append", required=True, metavar="NAME=HOST:PORT")
+    register.add_argument("--rack")
+    register.add_argument("--feature", action="append", default=[], metavar="NAME=MIN-MAX",
+                          help="supported feature range (default: every level this controller supports)")
+    register.add_argument("--log-dir", action="append", default=[], metavar="UUID")
+    register.add_argument("--cluster-id")
+    register.set_defaults(request=lambda a: ("register-broker", {
+        "broker_id": a.broker_id, "incarnation_id": a.incarnation_id, "rack": a.rack, "log_dirs": a.log_dir,
+        "listeners": [_listener(text) for text in a.listener], "cluster_id": a.cluster_id,
+        "features": _features(a.feature),
+    }))
+
+    heartbeat = ops.add_parser("heartbeat", help="a broker heartbeat (unfences a caught-up broker)")
+    heartbeat.add_argument("broker_id", type=int)
+    heartbeat.add_argument("--epoch", type=int, required=True, help="the broker epoch of its registration")
+    heartbeat.add_argument("--offset", type=int, default=-1, help="the metadata offset the broker has applied")
+    heartbeat.add_argument("--want-fence", action="store_true")
+    heartbeat.add_argument("--want-shutdown", action="store_true", help="controlled shutdown")
+    heartbeat.set_defaults(request=lambda a: ("heartbeat", {
+        "broker_id": a.broker_id, "broker_epoch": a.epoch, "metadata_offset": a.offset,
+        "want_fence": a.want_fence, "want_shutdown": a.want_shutdown,
+    }))
+
+    alter = ops.add_parser("alter-partition", help="a partition leader's ISR change")
+    alter.add_argument("partition", metavar="TOPIC:PARTITION")
+    alter.add_argument("--broker", type=int, required=True, help="the partition leader")
+    alter.add_argument("--epoch", type=int, required=True, help="the leader's broker epoch")
+    alter.add_argument("--leader-epoch", type=int, required=True)
+    alter.add_argument("--partition-epoch", type=int, required=True)
+    alter.add_argument("--isr", required=True, metavar="ID,ID,…")
+    alter.set_defaults(request=lambda a: ("alter-partition", {
+        "broker_id": a.broker, "broker_epoch": a.epoch, "changes": [{
+            "topic": _topic_partition(a.partition)[0], "partition": _topic_partition(a.partition)[1],
+            "leader_epoch": a.leader_epoch, "partition_epoch": a.partition_epoch, "isr": _ids(a.isr),
+        }],
+    }))
+
+    producer_ids = ops.add_parser("allocate-producer-ids", help="a block of producer ids for a broker")
+    producer_ids.add_argument("broker_id", type=int)
+    producer_ids.add_argument("--epoch", type=int, required=True, help="the broker epoch of its registration")
+    producer_ids.set_defaults(request=lambda a: ("allocate-producer-ids", {
+        "broker_id": a.broker_id, "broker_epoch": a.epoch,
+    }))
+
+
+def _listener(text: str) -> dict[str, Any]:
+    name, sep, address = text.partition("=")
+    host, colon, port = address.rpartition(":")
+    if not sep or not name or not colon or not host or not port.isdigit():
+        raise UserFacingError(f"expected NAME=HOST:PORT, got {text!r}")
+    return {"name": name, "host": host, "port": int(port)}
+
+
+def _features(items: list[str]) -> dict[str, list[int]]:
+    if not items:
+        return {name: list(levels) for name, levels in SUPPORTED_FEATURES.items()}
+    features = {}
+    for name, levels in _pairs(items).items():
+        low, sep, high = levels.partition("-")
+        if not sep or not low.isdigit() or not high.isdigit():
+            raise UserFacingError(f"expected NAME=MIN-MAX, got {name}={levels}")
+        features[name] = [int(low), int(high)]
+    return features
+
+
+def _ids(text: str) -> list[int]:
+    try:
+        return [int(item) for item in text.split(",") if item.strip()]
+    except ValueError:
+        raise UserFacingError(f"expected broker ids separated by commas, got {text!r}") from None
 
 
 def _pairs(items: list[str]) -> dict[str, str]:

@@ -3,8 +3,10 @@ the active one, the token, errors as Kafka codes, and `kraftlake admin` end to e
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -100,3 +102,31 @@ def test_kraftlake_admin_cli(nodes, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*base, "delete-topic", "cli"]) == 0
     assert main([*base, "describe"]) == 0
     assert '"topics": {}' in capsys.readouterr().out
+
+
+def test_kraftlake_admin_speaks_for_a_broker(nodes, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    _, servers = nodes
+    base = ["admin", "--controllers", ",".join(s.address for s in servers), "--token", TOKEN, "--timeout", "30"]
+
+    def run(*args: str) -> Any:
+        assert main([*base, *args]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    epochs = {}
+    for broker in (0, 1):
+        epochs[broker] = run("register-broker", str(broker), "--incarnation-id", f"AAAAAAAAAAAAAAAAAAAAA{'AB'[broker]}",
+                             "--listener", "PLAINTEXT=localhost:9092", "--rack", f"r{broker}")
+        reply = run("heartbeat", str(broker), "--epoch", str(epochs[broker]), "--offset", str(epochs[broker]))
+        assert reply["is_fenced"] is False
+    run("create-topic", "orders", "--partitions", "1", "--replication-factor", "2")
+    partition = run("describe-topic", "orders")["partitions"]["0"]
+    leader, follower = partition["leader"], next(r for r in partition["isr"] if r != partition["leader"])
+    outcome = run("alter-partition", "orders:0", "--broker", str(leader), "--epoch", str(epochs[leader]),
+                  "--leader-epoch", str(partition["leaderEpoch"]),
+                  "--partition-epoch", str(partition["partitionEpoch"]), "--isr", str(leader))
+    assert outcome[0]["isr"] == [leader]
+    first, size = run("allocate-producer-ids", str(follower), "--epoch", str(epochs[follower]))
+    assert size > 0 and first >= 0
+    assert run("describe")["brokers"][str(follower)]["fenced"] is False
+    assert main([*base, "register-broker", "2", "--incarnation-id", "x", "--listener", "nohostport"]) == 2
+    assert "NAME=HOST:PORT" in capsys.readouterr().err
