@@ -109,8 +109,14 @@ def test_the_whole_quorum_restarts_from_disk(quorum: QuorumProcesses, capsys: py
     with last_segment.open("r+b") as handle:
         handle.truncate(last_segment.stat().st_size - 7)
     quorum.start_all()
+    # A new leader reports a high watermark as soon as its epoch commits; everything committed before the
+    # crash must be under it once it has (a generous deadline, not a speed assertion).
+    deadline = time.monotonic() + 30
     view = quorum.wait_for_leader()
-    assert view["highWatermark"] >= max(committed) + 1
+    while view["highWatermark"] < max(committed) + 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        view = quorum.wait_for_leader()
+    assert view["highWatermark"] >= max(committed) + 1, view
     asyncio.run(write(5))
     quorum.stop_all()
     for node in quorum.config.voters:
