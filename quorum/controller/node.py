@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from quorum.server import QuorumServer
 
 DEFAULT_CONTROLLER_CONFIG = Path("conf/controller.toml")
 TOKEN_ENV = "KRAFTLAKE_ADMIN_TOKEN"
+GIL_SWITCH_INTERVAL_S = 0.001
 log = logging.getLogger(__name__)
 
 
@@ -98,5 +100,8 @@ async def serve(quorum_config_path: Path, settings: ControllerSettings, node_id:
 
 def run_controller_node(quorum_config: Path, controller_config: Path, node_id: int, bootstrap: str | None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    # The Raft loop is I/O-bound and shares the GIL with CPU-bound threads (controller replay, snapshots):
+    # each syscall it makes may then wait a whole switch interval (5 ms by default) to get the GIL back.
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     asyncio.run(serve(quorum_config, load_settings(controller_config), node_id, bootstrap))
     return 0

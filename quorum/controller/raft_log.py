@@ -77,13 +77,16 @@ class RaftMetadataLog:
             yield from batches
             start_offset = batches[-1][0] + 1
 
-    def write_snapshot(self, end_offset: int, records: Sequence[tuple[Any, int]], log_time_ms: int) -> SnapshotId:
-        """Snapshot [0, end_offset) as `records` ((record, version) pairs). Encoded on the calling thread, so a
-        big image does not stall the quorum's loop; ValueError when `end_offset` is no snapshot point."""
+    def write_snapshot(
+        self, end_offset: int, records: Sequence[tuple[Any, int]], log_time_ms: int
+    ) -> tuple[SnapshotId, int]:
+        """Snapshot [0, end_offset) as `records` ((record, version) pairs); returns its id and size in bytes.
+        Encoded on the calling thread, so a big image does not stall the quorum's loop; ValueError when
+        `end_offset` is no snapshot point."""
         snapshot = self._on_loop(lambda: self._client.snapshot_id(end_offset))
         data = encode_snapshot(snapshot.epoch, records, log_time_ms)
         self._on_loop(lambda: self._client.save_snapshot(snapshot, data))
-        return SnapshotId(snapshot.end_offset, snapshot.epoch)
+        return SnapshotId(snapshot.end_offset, snapshot.epoch), len(data)
 
     # -- RaftListener (on the loop) ------------------------------------------------------------------------------
 

@@ -2,6 +2,10 @@
 (or enough time passed with something new), the controller's committed image is written as a snapshot of the
 quorum's log. Records keep the versions the image's metadata.version allows.
 
+A snapshot costs as much as the image is big, so the next one waits for at least as many new bytes as the
+last snapshot held (Kafka only has the fixed threshold): at a million partitions, a snapshot every 20 MiB
+would keep a core busy and starve the quorum's own thread of the GIL.
+
 Only the snapshot is taken here. The log prefix it covers is deleted later, by the quorum client, and only
 as far as the publisher has copied it to Kafka (`RaftClient.hold_log_prefix`): the topic must never miss a
 batch because a snapshot made it unreadable.
@@ -34,6 +38,7 @@ class SnapshotGenerator:
         self._max_new_bytes = max_new_bytes
         self._max_interval_s = max_interval_ms / 1000.0
         self._bytes_at_snapshot = 0  # the log's committed bytes when the latest snapshot was taken or loaded
+        self._threshold = max_new_bytes  # new bytes before the next snapshot
         self._since = time.monotonic()
         self._wakeup = threading.Event()
         self._closed = False
@@ -54,7 +59,7 @@ class SnapshotGenerator:
 
     def handle_commit(self, batches: Sequence[RecordBatch]) -> None:
         """Only looks at the byte count: decoding the batches is the controller's business, on its thread."""
-        if self._new_bytes() >= self._max_new_bytes:
+        if self._new_bytes() >= self._threshold:
             self._wakeup.set()
 
     def handle_load_snapshot(self, snapshot_id: SnapshotId, batches: Sequence[RecordBatch]) -> None:
@@ -72,7 +77,7 @@ class SnapshotGenerator:
 
     def _due(self) -> bool:
         new_bytes = self._new_bytes()
-        if new_bytes >= self._max_new_bytes:
+        if new_bytes >= self._threshold:
             return True
         return new_bytes > 0 and time.monotonic() - self._since >= self._max_interval_s
 
@@ -90,11 +95,12 @@ class SnapshotGenerator:
             end_offset, records, log_time_ms = self._controller.snapshot_records()
             if self.latest is not None and end_offset <= self.latest.end_offset:
                 return None
-            snapshot = self._log.write_snapshot(end_offset, records, log_time_ms)
+            snapshot, size = self._log.write_snapshot(end_offset, records, log_time_ms)
         except ValueError as error:  # nothing committed yet, or not a snapshot point (the log moved on)
             log.info("snapshot skipped: %s", error)
             return None
         self._bytes_at_snapshot = committed_bytes
+        self._threshold = max(self._max_new_bytes, size)
         self._since = time.monotonic()
         self.latest = snapshot
         log.info("snapshot %s written (%d records)", snapshot.file_name(), len(records))
