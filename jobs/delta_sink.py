@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
+from failpoints import failpoint
 from image_schema.changes import RowVersion
 from image_schema.tables import TABLES, Row
 from jobs.warehouse import BATCHES, BATCHES_SCHEMA, HISTORY_COLUMNS, IMAGES, IMAGES_SCHEMA, Warehouse, history_name
-from kraftlake.failpoints import failpoint
 from records import RecordBatch
 from replay.image import Provenance
 

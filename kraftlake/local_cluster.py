@@ -44,7 +44,7 @@ class LocalCluster:
         self.admin = AdminClient(self.admin_addresses)
 
     def arm(self, failpoint: str) -> None:
-        """Arm a failpoint in every controller process (see kraftlake.failpoints); `disarm` ends it."""
+        """Arm a failpoint in every controller process (see the failpoints package); `disarm` ends it."""
         self._failpoint_file.write_text(failpoint)
 
     def disarm(self) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from kraftlake import failpoints
+import failpoints
 from quorum.controller import cluster, configs, features, quotas, replication, security
 from quorum.controller.clock import Clock, SystemClock
 from quorum.controller.config import ControllerConfig
@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 
 _BEGIN, _END, _ABORT = mt.BeginTransactionRecord, mt.EndTransactionRecord, mt.AbortTransactionRecord
 _IDLE_WAKEUP_S = 0.05
-# Armed (see kraftlake.failpoints), the controller dies half-way through writing a metadata transaction.
+# Armed (see the failpoints package), the controller dies half-way through writing a metadata transaction.
 MID_TRANSACTION_FAILPOINT = "controller.mid_transaction"
 
 
