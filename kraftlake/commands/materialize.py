@@ -16,10 +16,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     parser.add_argument("--bootstrap-servers", help="Kafka to read (default: [kafka] or the local broker)")
     parser.add_argument("--topic")
-    parser.add_argument("--warehouse", type=Path)
+    parser.add_argument("--warehouse", help="a local path or an object-store URI")
     parser.add_argument("--checkpoint", type=Path)
     parser.add_argument("--trigger-seconds", type=float)
     parser.add_argument("--max-offsets-per-trigger", type=int)
+    parser.add_argument("--idle-publish-seconds", type=float,
+                        help="an image that only moves offsets waits up to this long (0: publish every trigger)")
     parser.add_argument("--available-now", action="store_true", help="drain the topic, then stop")
     parser.set_defaults(handler=run)
 
@@ -40,11 +42,12 @@ def config_from(args: argparse.Namespace) -> Any:
     return MaterializeConfig(
         bootstrap_servers=bootstrap,
         topic=str(pick(args.topic, kafka, "topic", "kraftlake-metadata")),
-        warehouse=Path(pick(args.warehouse, job, "warehouse", "warehouse")),
+        warehouse=str(pick(args.warehouse, job, "warehouse", "warehouse")),
         checkpoint=Path(pick(args.checkpoint, job, "checkpoint", "checkpoints/materialize")),
         trigger_seconds=trigger,
         available_now=args.available_now,
         max_offsets_per_trigger=int(pick(args.max_offsets_per_trigger, job, "max_offsets_per_trigger", 0)) or None,
+        idle_publish_seconds=float(pick(args.idle_publish_seconds, job, "idle_publish_seconds", 10.0)),
     )
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.time_travel import image_at_offset, published_images
-from jobs.warehouse import Warehouse
 from kraftlake.local_cluster import LocalCluster
+from lake.time_travel import image_at_offset, published_images
+from lake.warehouse import Warehouse
 from quorum.controller.admin_client import AdminClient, AdminError
 from quorum.controller.controller import MID_TRANSACTION_FAILPOINT
 from quorum.simulator import BrokerSimulator, SimulationConfig
