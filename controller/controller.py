@@ -32,10 +32,11 @@ from controller.errors import (
     RequestTooLargeError,
 )
 from controller.heartbeats import HeartbeatManager
-from controller.metadata_log import LeaderAndEpoch, MetadataLog, NotLeaderError
+from controller.metadata_log import LeaderAndEpoch, MetadataLog
 from controller.partition_change import Election
 from controller.versions import LATEST_METADATA_VERSION, MV_3_6_IV1, versions_for
 from controller.working_state import ControllerState
+from raft.core import NotLeaderError
 from records import RecordBatch, SnapshotId
 from records import metadata_types as mt
 from replay.errors import ReplayError
@@ -254,7 +255,7 @@ class QuorumController:
         try:
             base = self._log.append(self._claim_epoch, chunk, versions_for(chunk, metadata_version), now)
         except NotLeaderError as error:
-            self._on_leader_change(error.leader)
+            self._on_leader_change(LeaderAndEpoch(error.leader_id, error.epoch))
             raise self.not_controller_error() from None
         if base != self._next_write_offset:
             log.error("controller %d: the log put a batch at %d, expected %d", self.node_id, base,

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from raft.core import NotLeaderError
 from records import RecordBatch, SnapshotId, decode_batch, encode_batch, make_batch
 from records.control_types import LeaderChangeMessage, Voter
 
@@ -54,14 +55,6 @@ class MetadataLog(Protocol):
         order. Raises LookupError when `start_offset` is below the log start (snapshotted away)."""
 
 
-class NotLeaderError(Exception):
-    """The append was refused: this node does not lead the epoch it asked for."""
-
-    def __init__(self, leader: LeaderAndEpoch) -> None:
-        self.leader = leader
-        super().__init__(f"not the leader of the metadata log (leader {leader.leader_id}, epoch {leader.epoch})")
-
-
 class LocalMetadataLog:
     """A single in-memory log shared by the "nodes" of a test: one leader appends; `commit` makes batches
     committed (all by default, or up to an offset); `elect` moves leadership and drops uncommitted batches
@@ -97,7 +90,7 @@ class LocalMetadataLog:
     def append(self, epoch: int, messages: Sequence[Any], versions: Mapping[type, int], time_ms: int) -> int:
         with self._lock:
             if epoch != self._leader.epoch or self._leader.leader_id is None:
-                raise NotLeaderError(self._leader)
+                raise NotLeaderError(self._leader.leader_id, self._leader.epoch)
             base = self._end_offset
             self._add(encode_batch(make_batch(base, epoch, time_ms, messages, versions=versions)), base, len(messages))
             if self.auto_commit:

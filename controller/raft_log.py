@@ -11,8 +11,9 @@ import asyncio
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from controller.metadata_log import LeaderAndEpoch, MetadataListener, NotLeaderError
+from controller.metadata_log import LeaderAndEpoch, MetadataListener
 from raft.client import LazyBatches, RaftClient, SnapshotReader
+from raft.core import NotLeaderError
 from raft.snapshots import encode_snapshot
 from records import SnapshotId, encode_batch, make_batch
 
@@ -44,7 +45,7 @@ class RaftMetadataLog:
         machine), which on the quorum's loop would stall replication and can cost the leadership."""
 
         def not_leader() -> NotLeaderError:
-            return NotLeaderError(LeaderAndEpoch(self._client.leader_id, self._client.epoch))
+            return NotLeaderError(self._client.leader_id, self._client.epoch)
 
         def position() -> int:
             if self._client.epoch != epoch or self._client.leader_id != self._client.node_id:
