@@ -1,4 +1,4 @@
-"""Warehouse commands: `kraftlake ingest`, `kraftlake image`, `kraftlake changes`.
+"""Warehouse commands: `kraftlake ingest`, `kraftlake image`, `kraftlake changes`, `kraftlake maintain`.
 
 `image --json` prints the canonical image form of `kraftlake replay --json`, so the two can be diffed.
 """
@@ -41,6 +41,13 @@ def register(subparsers: Any) -> None:
     changes.add_argument("--to", dest="to_offset", type=int, required=True, metavar="B")
     changes.add_argument("--table", help="only this table")
     changes.set_defaults(handler=run_changes)
+
+    maintain = subparsers.add_parser("maintain", help="compact, checkpoint and vacuum every table of a warehouse")
+    maintain.add_argument("--warehouse", default=DEFAULT_WAREHOUSE, help="a local path or an object-store URI")
+    maintain.add_argument("--retention-hours", type=int, metavar="H",
+                          help="vacuum files removed more than H hours ago (default: the tables' 24 h; lower "
+                               "only when no read runs that long)")
+    maintain.set_defaults(handler=run_maintain)
 
 
 def run_ingest(args: argparse.Namespace) -> int:
@@ -120,4 +127,20 @@ def run_changes(args: argparse.Namespace) -> int:
             offset = row.pop("from_offset")
             values = {key: value for key, value in row.items() if value is not None}
             print(json.dumps({"table": name, "offset": offset, "change": change, "row": values}, sort_keys=True))
+    return 0
+
+
+def run_maintain(args: argparse.Namespace) -> int:
+    from lake.maintenance import TableReport, maintain
+    from lake.warehouse import Warehouse
+
+    warehouse = Warehouse(args.warehouse)
+    if not warehouse.exists():
+        raise UserFacingError(f"{warehouse.uri} is not a kraftlake warehouse (no images table)")
+
+    def show(report: TableReport) -> None:
+        before, after = report.files_before, report.files_after
+        print(f"{report.table:<28} files {before:>5} -> {after:<5} vacuumed {report.vacuumed}")
+
+    maintain(warehouse, retention_hours=args.retention_hours, progress=show)
     return 0
