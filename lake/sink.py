@@ -99,6 +99,7 @@ class DeltaSink:
         self.policy = policy or MaintenancePolicy()
         self._tables: dict[str, DeltaTable] = {}
         self._commits: dict[str, int] = {}
+        self._through: dict[str, int] = {}
         self._history_rows = self._last_image_history_rows()
         self._checkpoint = self._last_checkpoint()
 
@@ -109,9 +110,13 @@ class DeltaSink:
         return table
 
     def written_through(self, name: str) -> int:
-        """The highest offset whose rows `name` already holds (-1: none)."""
-        version = self._table(name).transaction_version(self._txn_id(name))
-        return -1 if version is None else version
+        """The highest offset whose rows `name` already holds (-1: none): read from the table once, then
+        kept as this sink commits (it is the table's only writer)."""
+        through = self._through.get(name)
+        if through is None:
+            version = self._table(name).transaction_version(self._txn_id(name))
+            through = self._through[name] = -1 if version is None else version
+        return through
 
     def _txn_id(self, name: str) -> str:
         return f"{self.app_id}:{name}"
@@ -246,7 +251,7 @@ class DeltaSink:
             .when_not_matched_insert_all(predicate=f"NOT s.{DELETED}", except_cols=[DELETED])
             .execute()
         )
-        self._committed(write.table)
+        self._committed(write.table, write.offset)
 
     def _append_image(self, image: PublishedImage) -> None:
         provenance = image.provenance
@@ -297,12 +302,12 @@ class DeltaSink:
     def _append(self, name: str, data: pa.Table, offset: int, provenance: Provenance) -> None:
         table = self._table(name)
         write_deltalake(table, data, mode="append", commit_properties=self._commit(name, offset, provenance))
-        self._committed(name)
+        self._committed(name, offset)
 
-    def _committed(self, name: str) -> None:
-        """Refresh the handle after a commit, or reopen it every REOPEN_EVERY_COMMITS commits."""
+    def _committed(self, name: str, offset: int) -> None:
+        """Note the commit (delta-rs already moved the handle to it); reopen the handle every
+        REOPEN_EVERY_COMMITS commits, as a long-open one gets slower with every commit."""
+        self._through[name] = offset
         count = self._commits[name] = self._commits.get(name, 0) + 1
         if count % REOPEN_EVERY_COMMITS == 0:
             self._tables.pop(name, None)
-        else:
-            self._table(name).update_incremental()
