@@ -28,9 +28,9 @@ from records.schema import (
 
 def _message(name: str, api_key: int, max_version: int, *fields: Field) -> StructSchema:
     schema = StructSchema(name, fields, 0, max_version)
-    schema.cls.API_KEY = api_key  # type: ignore[attr-defined]
-    schema.cls.TYPE_NAME = _type_name(name)  # type: ignore[attr-defined]
-    schema.cls.MAX_VERSION = max_version  # type: ignore[attr-defined]
+    schema.cls.API_KEY = api_key
+    schema.cls.TYPE_NAME = _type_name(name)
+    schema.cls.MAX_VERSION = max_version
     return schema
 
 
@@ -187,7 +187,7 @@ SCHEMAS: tuple[StructSchema, ...] = (
     _message("ClearElrRecord", 28, 0, Field("TopicName", STRING)),
 )
 
-BY_API_KEY: dict[int, StructSchema] = {schema.cls.API_KEY: schema for schema in SCHEMAS}  # type: ignore[attr-defined]
+BY_API_KEY: dict[int, StructSchema] = {schema.cls.API_KEY: schema for schema in SCHEMAS}
 
 RegisterBrokerRecord = BY_API_KEY[0].cls
 UnregisterBrokerRecord = BY_API_KEY[1].cls

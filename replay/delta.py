@@ -57,8 +57,10 @@ _ROUTES: dict[type, tuple[str, str]] = {
     mt.RemoveDelegationTokenRecord: ("delegation_tokens", "replay_remove_token"),
 }
 # No state: they still count as records seen and advance the offset.
-NO_OP_TYPES = frozenset({mt.NoOpRecord, mt.ZkMigrationStateRecord})
-TRANSACTION_MARKERS = frozenset({mt.BeginTransactionRecord, mt.EndTransactionRecord, mt.AbortTransactionRecord})
+NO_OP_TYPES: frozenset[type] = frozenset({mt.NoOpRecord, mt.ZkMigrationStateRecord})
+TRANSACTION_MARKERS: frozenset[type] = frozenset(
+    {mt.BeginTransactionRecord, mt.EndTransactionRecord, mt.AbortTransactionRecord}
+)
 
 
 class MetadataDelta:
@@ -95,8 +97,8 @@ class MetadataDelta:
         if record_type in NO_OP_TYPES:
             return _ignore
         if record_type in TRANSACTION_MARKERS:
-            raise ReplayError(f"{record_type.TYPE_NAME} reached the delta: transactions are the loader's job")
-        raise ReplayError(f"{getattr(record_type, 'TYPE_NAME', record_type.__name__)} is not a metadata record")
+            raise ReplayError(f"{_type_name(record_type)} reached the delta: transactions are the loader's job")
+        raise ReplayError(f"{_type_name(record_type)} is not a metadata record")
 
     def _replay_remove_topic(self, record: Any) -> None:
         name = self._delta("topics").replay_remove_topic(record)
@@ -115,6 +117,12 @@ class MetadataDelta:
 
     def has_changes(self) -> bool:
         return bool(self.deltas)
+
+
+def _type_name(record_type: type) -> str:
+    """Kafka's name of a record type; the class name of anything else handed to `replay`."""
+    name: str = getattr(record_type, "TYPE_NAME", record_type.__name__)
+    return name
 
 
 def _ignore(_record: Any) -> None:
