@@ -16,7 +16,7 @@ from records import metadata_types as mt
 from replay.canonical import quota_entity_text
 from replay.client_quotas import quota_entity
 from replay.configs import TOPIC, ConfigResource
-from replay.delta import MetadataDelta
+from replay.delta import STATE_CHANGING_TYPES, MetadataDelta
 from replay.features import KRAFT_VERSION
 from replay.image import MetadataImage
 
@@ -37,21 +37,21 @@ TouchedRows = Callable[[Any, MetadataDelta], Iterable[tuple[str, Key]]]
 def _topic_rows(delta: MetadataDelta, topic_id: str) -> Iterator[tuple[str, Key]]:
     """The topic's own row and every partition row it has now."""
     yield "topics", (topic_id,)
-    for partition_id in delta.reader("topics").partition_ids(topic_id):
+    for partition_id in delta.topics_delta().partition_ids(topic_id):
         yield "partitions", (topic_id, partition_id)
 
 
 def _removed_topic(record: Any, delta: MetadataDelta) -> Iterator[tuple[str, Key]]:
-    topic = delta.reader("topics").topic(record.topic_id)
+    topic = delta.topics_delta().topic(record.topic_id)
     yield from _topic_rows(delta, record.topic_id)
     if topic is not None:
         resource = ConfigResource(TOPIC, topic.name)
-        for name in delta.reader("configs").configs(resource):
+        for name in delta.configs_delta().configs(resource):
             yield "configs", (config_resource_type(resource), topic.name, name)
 
 
 def _cleared_elr(record: Any, delta: MetadataDelta) -> Iterator[tuple[str, Key]]:
-    topics = delta.reader("topics")
+    topics = delta.topics_delta()
     for topic_id in topics.live_topic_ids():
         topic = topics.topic(topic_id)
         if topic is None or (record.topic_name and topic.name != record.topic_name):
@@ -106,36 +106,30 @@ TOUCHED_ROWS: dict[type, TouchedRows] = {
 }
 
 
+def _check_against_the_delta() -> None:
+    """Every record type the delta replays must say which rows it touches, else its changes would never reach
+    the history tables; fail on import rather than lose them silently."""
+    missing = STATE_CHANGING_TYPES - TOUCHED_ROWS.keys()
+    unknown = TOUCHED_ROWS.keys() - STATE_CHANGING_TYPES
+    if missing or unknown:
+        names = sorted(record_type.__name__ for record_type in missing | unknown)
+        raise RuntimeError(f"TOUCHED_ROWS and replay.delta disagree on {', '.join(names)}")
+
+
+_check_against_the_delta()
+
+
 def diff_images(before: MetadataImage, after: MetadataImage, offset: int) -> list[RowVersion]:
     """Row versions that turn `before` into `after`; sub-images shared by both are skipped unread."""
     versions: list[RowVersion] = []
     for name, spec in TABLES.items():
-        if _sub_image(before, name) is _sub_image(after, name):
+        if getattr(before, spec.sub_image) is getattr(after, spec.sub_image):
             continue
         old = dict(spec.image_rows(before))
         new = dict(spec.image_rows(after))
         versions.extend(RowVersion(name, key, None, offset) for key in old.keys() - new.keys())
         versions.extend(RowVersion(name, key, row, offset) for key, row in new.items() if old.get(key) != row)
     return versions
-
-
-_SUB_IMAGE_OF_TABLE = {
-    "features": "features",
-    "brokers": "cluster",
-    "controllers": "cluster",
-    "topics": "topics",
-    "partitions": "topics",
-    "configs": "configs",
-    "client_quotas": "client_quotas",
-    "producer_ids": "producer_ids",
-    "acls": "acls",
-    "scram_credentials": "scram",
-    "delegation_tokens": "delegation_tokens",
-}
-
-
-def _sub_image(image: MetadataImage, table: str) -> Any:
-    return getattr(image, _SUB_IMAGE_OF_TABLE[table])
 
 
 class ChangeRecorder:

@@ -24,6 +24,7 @@ from replay.cluster import BrokerRegistration, ControllerRegistration
 from replay.configs import RESOURCE_TYPE_NAMES, ConfigResource
 from replay.delegation_tokens import DelegationToken
 from replay.delta import MetadataDelta
+from replay.fields import plain
 from replay.image import MetadataImage
 from replay.scram import MECHANISMS, ScramKey
 from replay.topics import PartitionRegistration
@@ -45,9 +46,10 @@ RESOURCE_TYPE_IDS = {name: type_id for type_id, name in RESOURCE_TYPE_NAMES.item
 
 @dataclass(frozen=True)
 class TableSpec:
-    """A sub-image table: `key` columns identify a row; `image_rows` lists them all; `row` reads one."""
+    """A table of one sub-image: `key` columns identify a row; `image_rows` lists them all; `row` reads one."""
 
     name: str
+    sub_image: str  # the MetadataImage field its rows come from: a delta that leaves it alone changes none
     key: tuple[str, ...]
     schema: pa.Schema
     image_rows: Callable[[MetadataImage], Iterator[tuple[Key, Values]]]
@@ -77,37 +79,12 @@ class TableSpec:
 # -- row builders -------------------------------------------------------------------------------------
 
 
-def _endpoints(listeners: Any) -> list[dict[str, Any]]:
-    return [e._asdict() for e in listeners]
-
-
-def _feature_ranges(features: Any) -> list[dict[str, Any]]:
-    return [f._asdict() for f in features]
-
-
 def broker_row(broker: BrokerRegistration) -> Row:
-    return {
-        "broker_id": broker.broker_id,
-        "epoch": broker.epoch,
-        "incarnation_id": broker.incarnation_id,
-        "listeners": _endpoints(broker.listeners),
-        "supported_features": _feature_ranges(broker.supported_features),
-        "rack": broker.rack,
-        "fenced": broker.fenced,
-        "in_controlled_shutdown": broker.in_controlled_shutdown,
-        "is_migrating_zk_broker": broker.is_migrating_zk_broker,
-        "directories": list(broker.directories),
-    }
+    return plain(broker)
 
 
 def controller_row(controller: ControllerRegistration) -> Row:
-    return {
-        "controller_id": controller.controller_id,
-        "incarnation_id": controller.incarnation_id,
-        "zk_migration_ready": controller.zk_migration_ready,
-        "listeners": _endpoints(controller.listeners),
-        "supported_features": _feature_ranges(controller.supported_features),
-    }
+    return plain(controller)
 
 
 def partition_values(topic_id: str, topic_name: str, partition_id: int, p: PartitionRegistration) -> Values:
@@ -159,7 +136,7 @@ def quota_row(entity: QuotaEntity, key: str, value: float) -> Row:
 
 
 def acl_row(acl_id: str, acl: StandardAcl) -> Row:
-    return {"acl_id": acl_id, **acl._asdict()}
+    return {"acl_id": acl_id, **plain(acl)}
 
 
 def scram_row(key: ScramKey, iterations: int) -> Row:
@@ -177,15 +154,7 @@ def mechanism_id(name: str) -> int:
 
 
 def token_row(token: DelegationToken) -> Row:
-    return {
-        "token_id": token.token_id,
-        "owner": token.owner,
-        "requester": token.requester,
-        "renewers": list(token.renewers),
-        "issue_timestamp": token.issue_timestamp,
-        "max_timestamp": token.max_timestamp,
-        "expiration_timestamp": token.expiration_timestamp,
-    }
+    return plain(token)
 
 
 # -- whole-image rows ---------------------------------------------------------------------------------
@@ -256,41 +225,43 @@ def _token_rows(image: MetadataImage) -> Iterator[tuple[Key, Row]]:
 
 
 def _feature_row(delta: MetadataDelta, key: Key) -> Row | None:
-    level = delta.reader("features").level(key[0])
+    level = delta.features_delta().level(key[0])
     return None if level is None else {"name": key[0], "level": level}
 
 
 def _broker_row(delta: MetadataDelta, key: Key) -> Row | None:
-    broker = delta.reader("cluster").broker(key[0])
+    broker = delta.cluster_delta().broker(key[0])
     return None if broker is None else broker_row(broker)
 
 
 def _controller_row(delta: MetadataDelta, key: Key) -> Row | None:
-    controller = delta.reader("cluster").controller(key[0])
+    controller = delta.cluster_delta().controller(key[0])
     return None if controller is None else controller_row(controller)
 
 
 def _topic_row(delta: MetadataDelta, key: Key) -> Values | None:
-    topic = delta.reader("topics").topic(key[0])
+    topic = delta.topics_delta().topic(key[0])
     return None if topic is None else (topic.topic_id, topic.name)
 
 
 def _partition_row(delta: MetadataDelta, key: Key) -> Values | None:
-    topics = delta.reader("topics")
+    topics = delta.topics_delta()
     topic = topics.topic(key[0])
-    partition = None if topic is None else topics.partition(key[0], key[1])
+    if topic is None:
+        return None
+    partition = topics.partition(key[0], key[1])
     return None if partition is None else partition_values(key[0], topic.name, key[1], partition)
 
 
 def _config_row(delta: MetadataDelta, key: Key) -> Row | None:
     resource = config_resource(key[0], key[1])
-    value = delta.reader("configs").configs(resource).get(key[2])
+    value = delta.configs_delta().configs(resource).get(key[2])
     return None if value is None else config_row(resource, key[2], value)
 
 
 def _quota_row(delta: MetadataDelta, key: Key) -> Row | None:
     entity = parse_quota_entity(key[0])
-    value = delta.reader("client_quotas").quotas(entity).get(key[1])
+    value = delta.client_quotas_delta().quotas(entity).get(key[1])
     return None if value is None else quota_row(entity, key[1], value)
 
 
@@ -301,28 +272,29 @@ def parse_quota_entity(text: str) -> QuotaEntity:
 
 
 def _producer_id_row(delta: MetadataDelta, key: Key) -> Row | None:
-    next_id = delta.reader("producer_ids").next_producer_id
+    next_id = delta.producer_ids_delta().next_producer_id
     return None if next_id == -1 else {"scope": "cluster", "next_producer_id": next_id}
 
 
 def _acl_row(delta: MetadataDelta, key: Key) -> Row | None:
-    acl = delta.reader("acls").acl(key[0])
+    acl = delta.acls_delta().acl(key[0])
     return None if acl is None else acl_row(key[0], acl)
 
 
 def _scram_row(delta: MetadataDelta, key: Key) -> Row | None:
     scram_key = ScramKey(key[0], mechanism_id(key[1]))
-    credential = delta.reader("scram").credential(scram_key)
+    credential = delta.scram_delta().credential(scram_key)
     return None if credential is None else scram_row(scram_key, credential.iterations)
 
 
 def _token_row(delta: MetadataDelta, key: Key) -> Row | None:
-    token = delta.reader("delegation_tokens").token(key[0])
+    token = delta.delegation_tokens_delta().token(key[0])
     return None if token is None else token_row(token)
 
 
 def _dict_table(
     name: str,
+    sub_image: str,
     key: tuple[str, ...],
     schema: pa.Schema,
     dict_rows: Callable[[MetadataImage], Iterator[tuple[Key, Row]]],
@@ -338,18 +310,18 @@ def _dict_table(
         found = dict_row(delta, row_key)
         return None if found is None else tuple(found[column] for column in schema.names)
 
-    return TableSpec(name, key, schema, image_rows, row)
+    return TableSpec(name, sub_image, key, schema, image_rows, row)
 
 
 TABLES: dict[str, TableSpec] = {
     spec.name: spec
     for spec in (
         _dict_table(
-            "features", ("name",), pa.schema([("name", pa.string()), ("level", pa.int16())]), _feature_rows,
+            "features", "features", ("name",), pa.schema([("name", pa.string()), ("level", pa.int16())]), _feature_rows,
             _feature_row,
         ),
         _dict_table(
-            "brokers",
+            "brokers", "cluster",
             ("broker_id",),
             pa.schema([
                 ("broker_id", pa.int32()),
@@ -367,7 +339,7 @@ TABLES: dict[str, TableSpec] = {
             _broker_row,
         ),
         _dict_table(
-            "controllers",
+            "controllers", "cluster",
             ("controller_id",),
             pa.schema([
                 ("controller_id", pa.int32()),
@@ -380,11 +352,15 @@ TABLES: dict[str, TableSpec] = {
             _controller_row,
         ),
         TableSpec(
-            "topics", ("topic_id",), pa.schema([("topic_id", pa.string()), ("name", pa.string())]), _topic_rows,
+            "topics",
+            "topics",
+            ("topic_id",),
+            pa.schema([("topic_id", pa.string()), ("name", pa.string())]),
+            _topic_rows,
             _topic_row,
         ),
         TableSpec(
-            "partitions",
+            "partitions", "topics",
             ("topic_id", "partition_id"),
             pa.schema([
                 ("topic_id", pa.string()),
@@ -406,7 +382,7 @@ TABLES: dict[str, TableSpec] = {
             _partition_row,
         ),
         _dict_table(
-            "configs",
+            "configs", "configs",
             ("resource_type", "resource_name", "name"),
             pa.schema([
                 ("resource_type", pa.string()),
@@ -418,7 +394,7 @@ TABLES: dict[str, TableSpec] = {
             _config_row,
         ),
         _dict_table(
-            "client_quotas",
+            "client_quotas", "client_quotas",
             ("entity", "key"),
             pa.schema([
                 ("entity", pa.string()),
@@ -430,14 +406,14 @@ TABLES: dict[str, TableSpec] = {
             _quota_row,
         ),
         _dict_table(
-            "producer_ids",
+            "producer_ids", "producer_ids",
             ("scope",),
             pa.schema([("scope", pa.string()), ("next_producer_id", pa.int64())]),
             _producer_id_rows,
             _producer_id_row,
         ),
         _dict_table(
-            "acls",
+            "acls", "acls",
             ("acl_id",),
             pa.schema([
                 ("acl_id", pa.string()),
@@ -453,14 +429,14 @@ TABLES: dict[str, TableSpec] = {
             _acl_row,
         ),
         _dict_table(
-            "scram_credentials",
+            "scram_credentials", "scram",
             ("user", "mechanism"),
             pa.schema([("user", pa.string()), ("mechanism", pa.string()), ("iterations", pa.int32())]),
             _scram_rows,
             _scram_row,
         ),
         _dict_table(
-            "delegation_tokens",
+            "delegation_tokens", "delegation_tokens",
             ("token_id",),
             pa.schema([
                 ("token_id", pa.string()),
