@@ -72,9 +72,6 @@ class TableSpec:
         arrays = [pa.array(column, type=field.type) for column, field in zip(columns, self.schema, strict=True)]
         return pa.Table.from_arrays(arrays, schema=self.schema)
 
-    def as_dict(self, values: Values) -> Row:
-        return dict(zip(self.schema.names, values, strict=True))
-
 
 # -- row builders -------------------------------------------------------------------------------------
 

@@ -28,7 +28,6 @@ _PREFIX = struct.Struct(">qiibI")
 _AFTER_CRC = struct.Struct(">hiqqqhii")
 
 CONTROL_FLAG = 0x20
-TRANSACTIONAL_FLAG = 0x10
 COMPRESSION_MASK = 0x07
 MAGIC = 2
 

@@ -1,5 +1,6 @@
-"""The metadata record types of Kafka 4.2 (`__cluster_metadata` data records), written from the schema
-tables in ../shared/reference/record-types.md. apiKeys 6, 13 and 16 were never written or were removed.
+"""The metadata record types of Kafka 4.2 (`__cluster_metadata` data records), restated from the message
+schemas of Apache Kafka (`metadata/src/main/resources/common/metadata/*Record.json` in its source tree).
+apiKeys 6, 13 and 16 were never written or were removed.
 
 Every schema is flexible from version 0. A field's `versions` is the N of "N+"; tagged fields here always
 have taggedVersions equal to their versions.

@@ -2,7 +2,7 @@
 
 The controller appends as leader and learns everything else through a listener: committed batches in
 offset order, snapshot loads, leader changes. The quorum's real client implements the same Protocol (see
-`quorum.controller.raft_adapter`); `LocalMetadataLog` lets unit tests decide when batches commit and when
+`quorum.controller.raft_log.RaftMetadataLog`); `LocalMetadataLog` lets unit tests decide when batches commit and when
 leadership moves, without processes or sleeps.
 """
 
