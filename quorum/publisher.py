@@ -289,7 +289,12 @@ class _ProducerSession:
         return self.in_flight == 0
 
     def close(self) -> None:
+        """Deliver what the broker takes within a second, drop the rest (the next session resumes from the
+        topic's tail) and destroy the producer now: its delivery callbacks hold this session, a cycle the
+        garbage collector cannot see into, so a dropped producer would live on and keep reconnecting."""
         self.producer.flush(1.0)
+        self.producer.purge()
+        self.producer.close()
 
 
 def ensure_topic(config: PublisherConfig) -> None:
