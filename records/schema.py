@@ -14,7 +14,7 @@ import struct
 from collections import namedtuple
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from records import wire
 
@@ -83,6 +83,12 @@ class Field:
 
     def nullable_in(self, version: int) -> bool:
         return self.nullable is not None and version >= self.nullable
+
+
+class GeneratedRecord(Protocol):
+    """What a class generated from a schema has for certain (see the `.pyi` stubs for each one's fields)."""
+
+    SCHEMA: ClassVar[StructSchema]
 
 
 @dataclass(eq=False)
