@@ -378,7 +378,7 @@ class SegmentStorage:
         """Close the full segment durably and start the next one, named by its first offset."""
         assert self._active_fd is not None
         os.fsync(self._active_fd)
-        self._unflushed_segments.discard(self._active)  # type: ignore[arg-type]
+        self._unflushed_segments.discard(self._active)
         self._open_active(self.directory / segment_name(base_offset))
         fsync_directory(self.directory)
 
