@@ -261,7 +261,8 @@ class _ProducerSession:
         if error is not None:
             self.error = self.error or f"delivery failed: {error.str()}"
             return
-        kafka_offset = message.offset()
+        kafka_offset, key = message.offset(), message.key()
+        assert kafka_offset is not None and key is not None  # set on every message delivered without error
         previous = self._last_kafka_offset
         if previous is not None and kafka_offset != previous + 1:
             self.error = self.error or (
@@ -271,7 +272,7 @@ class _ProducerSession:
             if kafka_offset <= previous:  # lost: our batch that had this Kafka offset must go out again
                 self.resend_from = self._acknowledged.get(kafka_offset, 0)
         self._last_kafka_offset = kafka_offset
-        self._acknowledged[kafka_offset] = decode_key(message.key())
+        self._acknowledged[kafka_offset] = decode_key(key)
         if len(self._acknowledged) > _REMEMBERED_DELIVERIES:
             del self._acknowledged[next(iter(self._acknowledged))]
         if self.error is None:

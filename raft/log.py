@@ -398,8 +398,9 @@ class SegmentStorage:
         del self._placements[cut:]
         if first.segment != self._active:
             self._open_active(first.segment)
-        os.ftruncate(self._active_fd, first.position)  # type: ignore[arg-type]
-        os.fsync(self._active_fd)  # type: ignore[arg-type]
+        assert self._active_fd is not None  # _open_active or the segment already open
+        os.ftruncate(self._active_fd, first.position)
+        os.fsync(self._active_fd)
         self._active_size = first.position
         fsync_directory(self.directory)
 
