@@ -8,6 +8,7 @@ directory has a `leader-epoch-checkpoint` each batch carries the epoch that file
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -41,12 +42,8 @@ class LeaderEpochs:
 
     def epoch_at(self, offset: int) -> int | None:
         """The epoch of `offset`, or None when it precedes every entry (history truncated away)."""
-        found = None
-        for start in self.starts:
-            if start.start_offset > offset:
-                break
-            found = start.epoch
-        return found
+        index = bisect_right(self.starts, offset, key=lambda start: start.start_offset)
+        return self.starts[index - 1].epoch if index else None
 
 
 def read_leader_epochs(directory: Path) -> LeaderEpochs | None:
