@@ -8,6 +8,7 @@ directory has a `leader-epoch-checkpoint` each batch carries the epoch that file
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import pairwise
@@ -42,8 +43,14 @@ class LeaderEpochs:
 
     def epoch_at(self, offset: int) -> int | None:
         """The epoch of `offset`, or None when it precedes every entry (history truncated away)."""
+        return self.range_at(offset)[2]
+
+    def range_at(self, offset: int) -> tuple[int, int, int | None]:
+        """The offsets [first, end) that share `offset`'s epoch, and that epoch (as `epoch_at`)."""
         index = bisect_right(self.starts, offset, key=lambda start: start.start_offset)
-        return self.starts[index - 1].epoch if index else None
+        first = self.starts[index - 1].start_offset if index else -1
+        end = self.starts[index].start_offset if index < len(self.starts) else sys.maxsize
+        return first, end, self.starts[index - 1].epoch if index else None
 
 
 def read_leader_epochs(directory: Path) -> LeaderEpochs | None:
@@ -85,6 +92,7 @@ class LogChecker:
         self.epochs = epochs
         self.next_offset: int | None = None
         self.epoch = -1
+        self._epoch_range: tuple[int, int, int | None] = (0, 0, None)  # the last epochs.range_at looked up
 
     def start_segment(self, base_offset: int | None, source: str) -> None:
         """A new segment begins; its name says its first offset (None: a file named otherwise)."""
@@ -98,15 +106,19 @@ class LogChecker:
         self.next_offset = base_offset
 
     def check(self, batch: RecordBatch, source: str) -> None:
-        if self.next_offset is not None and batch.base_offset != self.next_offset:
-            raise _error(f"base offset {batch.base_offset} where offset {self.next_offset} comes next "
+        base, epoch = batch.base_offset, batch.partition_leader_epoch
+        if base != self.next_offset and self.next_offset is not None:
+            raise _error(f"base offset {base} where offset {self.next_offset} comes next "
                          "(the metadata log is contiguous)", batch, source)
-        epoch = batch.partition_leader_epoch
-        if (reason := epoch_regression(self.epoch, epoch)) is not None:
+        if epoch != self.epoch and (reason := epoch_regression(self.epoch, epoch)) is not None:
             raise _error(reason, batch, source)
-        if self.epochs is not None and (expected := self.epochs.epoch_at(batch.base_offset)) not in (None, epoch):
-            raise _error(f"leader epoch {epoch}, but {self.epochs.source} gives epoch {expected} "
-                         "for this offset", batch, source)
+        if self.epochs is not None:
+            first, end, expected = self._epoch_range
+            if not first <= base < end:
+                first, end, expected = self._epoch_range = self.epochs.range_at(base)
+            if expected not in (None, epoch):
+                raise _error(f"leader epoch {epoch}, but {self.epochs.source} gives epoch {expected} "
+                             "for this offset", batch, source)
         self.next_offset = batch.last_offset + 1
         self.epoch = epoch
 
