@@ -24,6 +24,7 @@ from lake.maintenance import MaintenancePolicy
 from lake.sink import DeltaSink, PublishedImage
 from lake.warehouse import Warehouse
 from records import RecordBatch, SnapshotId
+from records.headers import epoch_regression
 from replay.delta import MetadataDelta
 from replay.errors import ReplayError
 from replay.image import MetadataImage
@@ -82,6 +83,8 @@ class MetadataPipeline:
         return True
 
     def _replay(self, batch: RecordBatch, source: str | None) -> None:
+        if (reason := epoch_regression(self.loader.last_epoch, batch.partition_leader_epoch)) is not None:
+            raise ReplayError(reason, offset=batch.base_offset, source=source)
         self.loader.load_batch(batch, source)
         self._batches.append(batch)
 
