@@ -1,0 +1,50 @@
+"""Every warehouse table as a Spark temp view, read through Arrow (delta-rs → pyarrow → Spark), never
+through Parquet paths: Spark here has no object-store connector, and delta-rs reads any URI.
+
+    register_views(spark, warehouse)            # notebook users: one call, then spark.sql("SELECT …")
+
+Sub-image tables are one whole image (the last published one, or the one at `at_offset`); the `_history`
+tables, `images` and `batches` are pinned at the last image, so every view agrees with one another.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from analytics.summaries import SUMMARIES
+from image_schema.tables import TABLES
+from jobs.time_travel import TimeTravelError, image_at_offset, image_at_time, published_images
+from jobs.warehouse import BATCHES, IMAGES, Warehouse, history_name
+
+
+def register_views(
+    spark: Any, warehouse: Warehouse, at_offset: int | None = None, at_time_ms: int | None = None
+) -> list[str]:
+    """Register every table and summary as a temp view; returns the view names."""
+    images = published_images(warehouse)
+    if not images:
+        raise TimeTravelError(f"{warehouse.root}: no image published yet")
+    latest = images[-1]
+    if at_time_ms is not None:
+        image = image_at_time(warehouse, at_time_ms)
+    else:
+        image = image_at_offset(warehouse, latest.offset if at_offset is None else at_offset)
+    frames = {name: _frame(spark, table) for name, table in image.tables.items()}
+    for name in TABLES:
+        frames[history_name(name)] = _frame(
+            spark, warehouse.table(history_name(name), latest.table_versions[history_name(name)]).to_pyarrow_table()
+        )
+    frames[BATCHES] = _frame(spark, warehouse.table(BATCHES).to_pyarrow_table())
+    frames[IMAGES] = _frame(spark, warehouse.table(IMAGES).to_pyarrow_table())
+    for name, frame in frames.items():
+        frame.createOrReplaceTempView(name)
+    for name, summary in SUMMARIES.items():
+        spark.sql(summary.sql).createOrReplaceTempView(name)
+    return [*frames, *SUMMARIES]
+
+
+def _frame(spark: Any, table: pa.Table) -> Any:
+    """A DataFrame of `table` (one chunk per column: Spark refuses a column of no chunks)."""
+    return spark.createDataFrame(table.combine_chunks() if table.num_rows else table.schema.empty_table())
