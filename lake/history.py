@@ -132,7 +132,7 @@ def _versions(rows: pa.Table, key: Sequence[str]) -> list[tuple[int, str, dict, 
             continue
         change = "insert" if before is None else "delete" if after is None else "update"
         old, new = before or {}, after or {}
-        changed = [c for c in values if old.get(c) != new.get(c)]
+        changed = list(values) if before is None else [c for c in values if old.get(c) != new.get(c)]
         result.append((offset, change, row_key, {c: old.get(c) for c in changed if before is not None},
                        {c: new.get(c) for c in changed if after is not None}))
     return result
