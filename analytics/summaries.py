@@ -21,7 +21,7 @@ class Summary:
 
 def with_times(inner: str, offset_columns: tuple[str, ...] = ("offset",)) -> str:
     """`inner`'s rows with a `<x>_time` timestamp per `<x>_offset` column (`time` for `offset`)."""
-    offsets = " UNION ".join(f"SELECT {column} AS offset FROM ev" for column in offset_columns)
+    offsets = " UNION ".join(f"SELECT DISTINCT {column} AS offset FROM ev" for column in offset_columns)
     joins = []
     times = []
     for n, column in enumerate(offset_columns):
