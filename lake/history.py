@@ -162,3 +162,22 @@ def offset_at_time(warehouse: Warehouse, time_ms: int) -> int:
         columns=["last_offset"], filters=[("append_time_ms", "<=", time_ms)]
     )
     return int(pc.max(found.column("last_offset")).as_py()) if found.num_rows else -1
+
+
+def previous_versions(warehouse: Warehouse, table: str, changes: pa.Table) -> list[dict[str, Any]]:
+    """`changes` (history rows of `table`, as `changes_between` returns them) as offset / change / key /
+    before / after, each compared with the same key's version before it (read from the history too)."""
+    key = TABLES[table].key
+    offsets = set(changes.column("from_offset").to_pylist())
+    first = key[0]
+    pinned = published_images(warehouse)[-1].table_versions[history_name(table)]
+    wanted = sorted(set(changes.column(first).to_pylist()))
+    rows = warehouse.table(history_name(table), pinned).to_pyarrow_table(
+        filters=[(first, "in", wanted), ("from_offset", "<=", max(offsets))]
+    ).sort_by("from_offset")
+    keys = {tuple(row) for row in zip(*(changes.column(c).to_pylist() for c in key), strict=True)}
+    return [
+        {"offset": offset, "change": change, "key": row_key, "before": before, "after": after}
+        for offset, change, row_key, before, after in _versions(rows, key)
+        if offset in offsets and tuple(row_key.values()) in keys
+    ]

@@ -73,3 +73,13 @@ def test_report_renders_every_chart_in_a_browser(spark, chromium, warehouse: War
     colors = image.getcolors(maxcolors=1 << 20) or []
     white = next((n for n, color in colors if color == (255, 255, 255)), 0)
     assert len(colors) > 50 and white < 0.97 * image.width * image.height
+
+
+def test_changes_by_time_show_before_and_after(warehouse: Warehouse, capsys: pytest.CaptureFixture) -> None:
+    assert main(["changes", "--warehouse", str(warehouse.root), "--from-time", "2026-01-30T17:00:00",
+                 "--to-time", "2026-01-30T18:00:00", "--table", "brokers"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(line["offset"], line["change"], line["before"], line["after"]) for line in lines] == [
+        (4871, "update", {"in_controlled_shutdown": False}, {"in_controlled_shutdown": True}),
+        (4926, "update", {"fenced": False}, {"fenced": True}),
+    ]
