@@ -83,3 +83,15 @@ def test_changes_by_time_show_before_and_after(warehouse: Warehouse, capsys: pyt
         (4871, "update", {"in_controlled_shutdown": False}, {"in_controlled_shutdown": True}),
         (4926, "update", {"fenced": False}, {"fenced": True}),
     ]
+
+
+def test_sql_and_summary_commands(spark, warehouse: Warehouse, capsys: pytest.CaptureFixture) -> None:
+    assert main(["sql", "--warehouse", str(warehouse.root), "--at-offset", str(BETWEEN_IMAGES), "--json",
+                 "SELECT count(*) AS n FROM partitions"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"n": image_at_offset(warehouse, BETWEEN_IMAGES).tables[
+        "partitions"].num_rows}
+    assert main(["summary", "fencing_episodes", "--warehouse", str(warehouse.root), "--json"]) == 0
+    episodes = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(e["broker_id"], e["start_offset"], e["end_offset"], e["cause"]) for e in episodes] == [
+        (1, 6, 9, "fenced"), (1, 4871, None, "controlled_shutdown")]
+    assert main(["sql", "--warehouse", str(warehouse.root), "SELECT nope FROM brokers"]) == 2
