@@ -41,12 +41,13 @@ def register(subparsers: Any) -> None:
 
 
 def _session_with_views(args: argparse.Namespace, at_offset: int | None = None, at_time: str | None = None) -> Any:
-    from analytics.session import local_session
     from analytics.views import register_views
+    from jobs.materialize import local_spark
     from jobs.time_travel import TimeTravelError
     from jobs.warehouse import Warehouse
 
-    spark = local_session()
+    spark = local_spark("kraftlake-sql")
+    spark.conf.set("spark.sql.session.timeZone", "UTC")  # times print as the ISO-8601 UTC the CLI takes
     try:
         register_views(spark, Warehouse(args.warehouse), at_offset, None if at_time is None else parse_time(at_time))
     except TimeTravelError as error:
@@ -83,16 +84,14 @@ def run_sql(args: argparse.Namespace) -> int:
 
 
 def run_summary(args: argparse.Namespace) -> int:
-    spark = _session_with_views(args)
-    order = "offset" if "offset" in spark.table(args.name).columns else "start_offset"
-    columns = spark.table(args.name).columns
-    _print(spark.table(args.name).orderBy(order if order in columns else columns[0]), args.json)
+    frame = _session_with_views(args).table(args.name)
+    order = next((c for c in ("offset", "start_offset") if c in frame.columns), frame.columns[0])
+    _print(frame.orderBy(order, *frame.columns[:1]), args.json)
     return 0
 
 
 def run_report(args: argparse.Namespace) -> int:
     from analytics.report import write_report
-
     from jobs.warehouse import Warehouse
     from kraftlake.commands.history import offset_or_time
 
