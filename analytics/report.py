@@ -32,7 +32,8 @@ class Chart:
     def html(self, x_range: tuple[Any, Any]) -> str:
         """The figure's div, on the page's shared time axis (so charts line up one above the other)."""
         self.figure.update_layout(height=320, margin={"l": 60, "r": 20, "t": 20, "b": 40}, template="plotly_white",
-                                  xaxis={"type": "date", "range": list(x_range)})
+                                  xaxis={"type": "date", "range": list(x_range)},
+                                  legend={"orientation": "h", "yanchor": "bottom", "y": 1.02})
         return self.figure.to_html(full_html=False, include_plotlyjs=False, div_id=self.div_id)
 
 
