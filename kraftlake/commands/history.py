@@ -63,8 +63,11 @@ def run_history(args: argparse.Namespace) -> int:
         else:
             key = ",".join(str(part) for part in version.key.values())
             print(f"{version.offset:>10}  {iso_time(version.time_ms):<29}  {version.change:<6}  {key}")
-            for column in version.after.keys() | version.before.keys():
-                print(f"{'':>12}{column}: {_text(version.before.get(column))} → {_text(version.after.get(column))}")
+            for column in [*version.after, *(c for c in version.before if c not in version.after)]:
+                if version.change == "update":
+                    print(f"{'':>12}{column}: {_text(version.before[column])} → {_text(version.after[column])}")
+                else:
+                    print(f"{'':>12}{column}: {_text((version.after or version.before).get(column))}")
     if not versions and not args.json:
         print(f"no version of {args.table} {args.key!r} in that range")
     return 0
