@@ -4,7 +4,8 @@ through Parquet paths: Spark here has no object-store connector, and delta-rs re
     register_views(spark, warehouse)            # notebook users: one call, then spark.sql("SELECT …")
 
 Sub-image tables are one whole image (the last published one, or the one at `at_offset`); the `_history`
-tables, `images` and `batches` are pinned at the last image, so every view agrees with one another.
+tables and `batches` stop at the last image's offset, so every view agrees with one another and none shows
+part of an image still being written.
 """
 
 from __future__ import annotations
@@ -15,28 +16,24 @@ import pyarrow as pa
 
 from analytics.summaries import SUMMARIES
 from image_schema.tables import TABLES
-from jobs.time_travel import TimeTravelError, image_at_offset, image_at_time, published_images
-from jobs.warehouse import BATCHES, IMAGES, Warehouse, history_name
+from jobs.time_travel import image_at_offset, image_at_time
+from jobs.warehouse import BATCHES, IMAGES, Warehouse
+from lake.history import history_rows, published_offset
 
 
 def register_views(
     spark: Any, warehouse: Warehouse, at_offset: int | None = None, at_time_ms: int | None = None
 ) -> list[str]:
     """Register every table and summary as a temp view; returns the view names."""
-    images = published_images(warehouse)
-    if not images:
-        raise TimeTravelError(f"{warehouse.root}: no image published yet")
-    latest = images[-1]
+    last = published_offset(warehouse)
     if at_time_ms is not None:
         image = image_at_time(warehouse, at_time_ms)
     else:
-        image = image_at_offset(warehouse, latest.offset if at_offset is None else at_offset)
+        image = image_at_offset(warehouse, last if at_offset is None else at_offset)
     frames = {name: _frame(spark, table) for name, table in image.tables.items()}
     for name in TABLES:
-        frames[history_name(name)] = _frame(
-            spark, warehouse.table(history_name(name), latest.table_versions[history_name(name)]).to_pyarrow_table()
-        )
-    frames[BATCHES] = _frame(spark, warehouse.table(BATCHES).to_pyarrow_table())
+        frames[f"{name}_history"] = _frame(spark, history_rows(warehouse, name))
+    frames[BATCHES] = _frame(spark, warehouse.table(BATCHES).to_pyarrow_table(filters=[("base_offset", "<=", last)]))
     frames[IMAGES] = _frame(spark, warehouse.table(IMAGES).to_pyarrow_table())
     for name, frame in frames.items():
         frame.createOrReplaceTempView(name)

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from image_schema.tables import TABLES
-from jobs.time_travel import TimeTravelError, published_images
-from jobs.warehouse import BATCHES, Warehouse, history_name
+from jobs.time_travel import TimeTravelError
+from jobs.warehouse import BATCHES, IMAGES, Warehouse, history_name
 
 Filter = list[tuple[str, str, Any]]
 
@@ -46,11 +46,7 @@ def key_history(
     The version before the window is read too, so the first change in it shows its true `before`."""
     if table not in TABLES:
         raise UnknownKeyError(f"no table {table!r}; tables: {', '.join(TABLES)}")
-    pinned = published_images(warehouse)
-    if not pinned:
-        raise TimeTravelError("the warehouse has no published image yet")
-    version = pinned[-1].table_versions[history_name(table)]
-    rows = _read(warehouse, history_name(table), version, key_filters(warehouse, table, key_text))
+    rows = history_rows(warehouse, table, key_filters(warehouse, table, key_text))
     versions = _versions(rows, TABLES[table].key)
     versions = [v for v in versions if (from_offset is None or v[0] > from_offset)
                 and (to_offset is None or v[0] <= to_offset)]
@@ -93,12 +89,11 @@ def key_filters(warehouse: Warehouse, table: str, key_text: str) -> list[Filter]
 
 def topic_ids(warehouse: Warehouse, name_or_id: str) -> list[str]:
     """Every topic id that ever had this name (a topic deleted and recreated has several), else the id itself."""
-    pinned = published_images(warehouse)[-1].table_versions[history_name("topics")]
-    rows = _read(warehouse, history_name("topics"), pinned, [[("name", "=", name_or_id)]])
+    rows = history_rows(warehouse, "topics", [[("name", "=", name_or_id)]])
     found = sorted(set(rows.column("topic_id").to_pylist()))
     if found:
         return found
-    by_id = _read(warehouse, history_name("topics"), pinned, [[("topic_id", "=", name_or_id)]])
+    by_id = history_rows(warehouse, "topics", [[("topic_id", "=", name_or_id)]])
     if by_id.num_rows:
         return [name_or_id]
     raise UnknownKeyError(f"no topic named {name_or_id!r} (nor with that id) in the warehouse's history")
@@ -111,17 +106,31 @@ def _int(text: str, what: str) -> int:
         raise UnknownKeyError(f"{text!r}: expected {what}") from None
 
 
-def _read(warehouse: Warehouse, name: str, version: int, filters: list[Filter]) -> pa.Table:
-    if not filters:
-        return warehouse.table(name, version).schema().to_arrow().empty_table()
-    return warehouse.table(name, version).to_pyarrow_table(filters=filters).sort_by("from_offset")
+def published_offset(warehouse: Warehouse) -> int:
+    """The offset of the last published image: history past it may belong to an image being written."""
+    if not warehouse.exists():
+        raise TimeTravelError(f"{warehouse.root} is not a kraftlake warehouse (no images table)")
+    offsets = warehouse.table(IMAGES).to_pyarrow_table(columns=["offset"]).column("offset")
+    if not len(offsets):
+        raise TimeTravelError("the warehouse has no published image yet")
+    return int(pc.max(offsets).as_py())
+
+
+def history_rows(warehouse: Warehouse, table: str, filters: list[Filter] | None = None) -> pa.Table:
+    """`<table>_history` rows up to the last published image (any of `filters`' conjunctions), unordered."""
+    through = ("from_offset", "<=", published_offset(warehouse))
+    history = warehouse.table(history_name(table))
+    if filters == []:
+        return history.schema().to_arrow().empty_table()
+    pushed = [[*conjunction, through] for conjunction in filters] if filters else [[through]]
+    return history.to_pyarrow_table(filters=pushed)
 
 
 def _versions(rows: pa.Table, key: Sequence[str]) -> list[tuple[int, str, dict, dict, dict]]:
     """(offset, change, key, before, after) per row version, compared with the same key's previous one."""
     previous: dict[tuple, dict[str, Any] | None] = {}
     result = []
-    for row in rows.to_pylist():
+    for row in rows.sort_by("from_offset").to_pylist():
         offset, deleted = row.pop("from_offset"), row.pop("deleted")
         row_key = {column: row[column] for column in key}
         values = {column: value for column, value in row.items() if column not in key}
@@ -169,12 +178,8 @@ def previous_versions(warehouse: Warehouse, table: str, changes: pa.Table) -> li
     before / after, each compared with the same key's version before it (read from the history too)."""
     key = TABLES[table].key
     offsets = set(changes.column("from_offset").to_pylist())
-    first = key[0]
-    pinned = published_images(warehouse)[-1].table_versions[history_name(table)]
-    wanted = sorted(set(changes.column(first).to_pylist()))
-    rows = warehouse.table(history_name(table), pinned).to_pyarrow_table(
-        filters=[(first, "in", wanted), ("from_offset", "<=", max(offsets))]
-    ).sort_by("from_offset")
+    wanted = sorted(set(changes.column(key[0]).to_pylist()))
+    rows = history_rows(warehouse, table, [[(key[0], "in", wanted), ("from_offset", "<=", max(offsets))]])
     keys = {tuple(row) for row in zip(*(changes.column(c).to_pylist() for c in key), strict=True)}
     return [
         {"offset": offset, "change": change, "key": row_key, "before": before, "after": after}
