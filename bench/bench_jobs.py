@@ -369,8 +369,8 @@ class _Timer:
 class ImagePoller:
     """Polls the `images` table from this process and notes when each published offset was first seen."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
         self.seen: list[tuple[float, int]] = []  # (monotonic time, offset), offsets increasing
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="image-poller", daemon=True)
@@ -384,7 +384,7 @@ class ImagePoller:
         self._thread.join()
 
     def _run(self) -> None:
-        table = DeltaTable(str(self.path))
+        table = DeltaTable(self.uri)
         version = table.version()
         while not self._stop.wait(POLL_SECONDS):
             table.update_incremental()
@@ -431,7 +431,7 @@ def steady_state_and_time_travel(spark: Any, log: ControllerLog) -> list[dict[st
             churn = Churn(log)
             client = producer(broker.bootstrap_servers)
             try:
-                with ImagePoller(warehouse.path(IMAGES)) as poller:
+                with ImagePoller(warehouse.table_uri(IMAGES)) as poller:
                     end = time.monotonic() + STEADY_WARMUP_SECONDS + STEADY_SECONDS
                     measure_from = time.monotonic() + STEADY_WARMUP_SECONDS
                     while time.monotonic() < end:

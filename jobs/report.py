@@ -1,26 +1,17 @@
 """A short report on a warehouse, queried the way a user would: Spark SQL over the Delta tables.
 
-Spark reads each table at the version the last `images` row pins (delta-rs reads it, Spark gets Arrow), so
-the report shows one consistent published image, never a half-written one.
+The views come from `analytics.views.register_views` (read through Arrow at the versions the last
+`images` row pins), so the report shows one consistent published image, never a half-written one.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from analytics.views import register_views
 from image_schema.tables import TABLES
-from lake.time_travel import image_at_offset, latest_image, published_images
+from lake.time_travel import image_at_offset, published_images
 from lake.warehouse import Warehouse, history_name
-
-
-def register_views(spark: Any, warehouse: Warehouse) -> dict[str, int]:
-    """Temp views of every table at the last published image; returns their Delta versions. Spark gets the
-    rows from Arrow (delta-rs reads them), so no table needs a path Spark can open."""
-    latest = latest_image(warehouse)
-    for name in [*TABLES, *(history_name(t) for t in TABLES)]:
-        rows = warehouse.table(name, latest.table_versions[name]).to_pyarrow_table()
-        spark.createDataFrame(rows if rows.num_rows else rows.schema.empty_table()).createOrReplaceTempView(name)
-    return latest.table_versions
 
 
 def report(spark: Any, warehouse: Warehouse) -> str:

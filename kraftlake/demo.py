@@ -89,6 +89,7 @@ class Demo:
                    f"transaction); controller {successor} aborted it: the topic {state}")
 
     def _materialize(self, cluster: LocalCluster) -> None:
+        from analytics.report import write_report
         from jobs.materialize import MaterializeConfig, local_spark, read_topic, run
         from jobs.report import report
         from lake.warehouse import Warehouse
@@ -101,6 +102,8 @@ class Demo:
         run(config, spark)
         self._step(f"the streaming job drained the topic into {self.warehouse}\n")
         self.say(report(spark, Warehouse(self.warehouse)))
+        page = write_report(spark, Warehouse(self.warehouse), self.repo / "run" / "report.html")
+        self.say(f"\nthe HTML report (open it in a browser): {page}")
         counts = transaction_markers(value for _, value in read_topic(config, cluster.topic_end()))
         self.say(
             f"\nmetadata transactions in the log: {counts['begun']} begun, {counts['committed']} committed, "

@@ -35,10 +35,14 @@ def register(subparsers: Any) -> None:
     image.add_argument("--json", action="store_true", help="print the canonical image JSON")
     image.set_defaults(handler=run_image)
 
-    changes = subparsers.add_parser("changes", help="what changed between two offsets, per table")
+    changes = subparsers.add_parser("changes", help="what changed between two offsets or times, per table")
     changes.add_argument("--warehouse", default=DEFAULT_WAREHOUSE, help="a local path or an object-store URI")
-    changes.add_argument("--from", dest="from_offset", type=int, required=True, metavar="A")
-    changes.add_argument("--to", dest="to_offset", type=int, required=True, metavar="B")
+    start = changes.add_mutually_exclusive_group(required=True)
+    start.add_argument("--from", dest="from_offset", type=int, metavar="A")
+    start.add_argument("--from-time", metavar="T", help="epoch milliseconds or an ISO-8601 time (UTC if no zone)")
+    end = changes.add_mutually_exclusive_group(required=True)
+    end.add_argument("--to", dest="to_offset", type=int, metavar="B")
+    end.add_argument("--to-time", metavar="T")
     changes.add_argument("--table", help="only this table")
     changes.set_defaults(handler=run_changes)
 
@@ -110,23 +114,27 @@ def run_image(args: argparse.Namespace) -> int:
 
 
 def run_changes(args: argparse.Namespace) -> int:
+    """One JSON line per changed row: inserts and deletes with the row, updates with `before` → `after`."""
+    from lake.history import offset_at_time, previous_versions
     from lake.time_travel import TimeTravelError, changes_between
     from lake.warehouse import Warehouse
 
+    warehouse = Warehouse(args.warehouse)
+    if args.from_time is not None:
+        args.from_offset = offset_at_time(warehouse, parse_time(args.from_time))
+    if args.to_time is not None:
+        args.to_offset = offset_at_time(warehouse, parse_time(args.to_time))
     if args.to_offset < args.from_offset:
-        raise UserFacingError("--to must not be before --from")
+        raise UserFacingError(f"the end (offset {args.to_offset}) is before the start (offset {args.from_offset})")
     try:
-        changes = changes_between(Warehouse(args.warehouse), args.from_offset, args.to_offset)
+        changes = changes_between(warehouse, args.from_offset, args.to_offset)
+        for name, table in changes.items():
+            if (args.table and name != args.table) or not table.num_rows:
+                continue
+            for line in previous_versions(warehouse, name, table):
+                print(json.dumps({"table": name, **line}, sort_keys=True))
     except TimeTravelError as error:
         raise UserFacingError(str(error)) from None
-    for name, table in changes.items():
-        if args.table and name != args.table:
-            continue
-        for row in table.to_pylist():
-            change = "delete" if row.pop("deleted") else "upsert"
-            offset = row.pop("from_offset")
-            values = {key: value for key, value in row.items() if value is not None}
-            print(json.dumps({"table": name, "offset": offset, "change": change, "row": values}, sort_keys=True))
     return 0
 
 

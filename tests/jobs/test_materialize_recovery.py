@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.ingest import ingest
+from lake.ingest import ingest
 from lake.warehouse import Warehouse
 from tests.fixtures.broker import create_topic, produce
 from tests.jobs.metadata_topic import batch_messages
