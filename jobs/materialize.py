@@ -168,22 +168,30 @@ def start_query(spark: Any, config: MaterializeConfig, writer: MicroBatchWriter)
 
 
 def local_spark(app_name: str = "kraftlake-materialize") -> Any:
-    """A local SparkSession whose Python workers run this interpreter (the venv's). Quiet: the job reports
-    its own failures in one line ($KRAFTLAKE_SPARK_LOG_LEVEL=WARN shows Spark's log again)."""
+    """The job's SparkSession, under the master spark-submit set (`--master`, spark-defaults.conf); run as a
+    plain Python program, a local one ($KRAFTLAKE_SPARK_MASTER, default local[2]) whose Python workers run
+    this interpreter (the venv's). Quiet: the job reports its own failures in one line
+    ($KRAFTLAKE_SPARK_LOG_LEVEL=WARN shows Spark's log again)."""
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = (
+    builder = (
         SparkSession.builder.appName(app_name)
-        .master(os.environ.get("KRAFTLAKE_SPARK_MASTER", "local[2]"))
-        .config("spark.pyspark.python", sys.executable)
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.log.level", os.environ.get("KRAFTLAKE_SPARK_LOG_LEVEL", "FATAL"))
-        .getOrCreate()
     )
-    return session
+    if not launched_with_master():
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        builder = builder.master(os.environ.get("KRAFTLAKE_SPARK_MASTER", "local[2]"))
+        builder = builder.config("spark.pyspark.python", sys.executable)
+    return builder.getOrCreate()
+
+
+def launched_with_master() -> bool:
+    """True under spark-submit (it hands its JVM to Python through PYSPARK_GATEWAY_PORT, with the master the
+    user chose or its own default) or when $PYSPARK_SUBMIT_ARGS names one: then the job must not pick one."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ or "--master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
 
 
 def run(config: MaterializeConfig, spark: Any | None = None) -> None:
