@@ -2,9 +2,12 @@
 
     spark-submit jobs/materialize.py --bootstrap-servers HOST:PORT --topic T --warehouse W --checkpoint C
 
-Each Kafka message is one committed Raft batch (value: RecordBatch v2 bytes, key: base offset). In
-`foreachBatch` the driver decodes the micro-batch, orders it by metadata offset, drops batches it has
-already applied, replays the rest (transactions folded, across micro-batches too) and writes the image.
+Each Kafka message is one committed Raft batch (value: RecordBatch v2 bytes, key: base offset) or one batch
+of a snapshot (`records.topic`: `kraftlake publish` puts one first when a real cluster's log no longer starts
+at 0). In `foreachBatch` the driver decodes the micro-batch, orders its log batches by metadata offset, drops
+batches it has already applied, replays the rest (transactions folded, across micro-batches too) and writes
+the image; a snapshot is gathered until its footer arrives (across micro-batches too), then loaded as
+Kafka's loader loads one (everything it does not re-assert is removed) and published as such.
 The replay state lives in the driver between micro-batches; after a restart it is rebuilt by reading the
 topic up to where Spark resumes (the Delta sink skips everything already written), so a job SIGKILLed at
 any point and restarted ends with the same tables as one that never stopped.
@@ -17,9 +20,9 @@ import logging
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -27,8 +30,9 @@ from jobs.gc_pause import paused_collector
 from jobs.kafka_source import RECEIVE_MAX_BYTES, SOURCE_NAME, KafkaSource
 from jobs.pipeline import MetadataPipeline
 from jobs.warehouse import Warehouse
-from records import RecordBatch, decode_batch
+from records import RecordBatch, SnapshotId, decode_batch
 from records.errors import RecordFormatError
+from records.topic import ends_snapshot, snapshot_of, starts_snapshot
 from replay.errors import ReplayError
 
 REBUILD_TIMEOUT_S = 30.0
@@ -50,6 +54,20 @@ class MaterializeError(Exception):
     """A bad batch or record in the topic: the job stops with what and where, nothing past it published."""
 
 
+class TopicMessage(NamedTuple):
+    kafka_offset: int
+    key: bytes | None
+    value: bytes
+
+
+@dataclass
+class PendingSnapshot:
+    """A snapshot's batches read so far: it loads once its footer arrives."""
+
+    snapshot: SnapshotId
+    batches: list[RecordBatch] = field(default_factory=list)
+
+
 def decode_messages(topic: str, messages: Iterable[tuple[int, bytes]]) -> list[RecordBatch]:
     """(Kafka offset, value) pairs to batches in metadata-offset order; a bad value names both offsets."""
     batches = []
@@ -68,16 +86,17 @@ class MicroBatchWriter:
         self.config = config
         self.pipeline: MetadataPipeline | None = None
         self.failure: str | None = None
+        self.pending_snapshot: PendingSnapshot | None = None
 
     def __call__(self, frame: Any, batch_id: int) -> None:
         self.write(collect_messages(frame))
 
-    def write(self, messages: list[tuple[int, bytes]]) -> None:
-        """Replay one micro-batch's (Kafka offset, value) pairs, in Kafka offset order, and publish."""
+    def write(self, messages: list[TopicMessage]) -> None:
+        """Replay one micro-batch's messages, in Kafka offset order, and publish."""
         with paused_collector():
             self._write(messages)
 
-    def _write(self, messages: list[tuple[int, bytes]]) -> None:
+    def _write(self, messages: list[TopicMessage]) -> None:
         try:
             if self.pipeline is None:
                 if not messages:
@@ -89,10 +108,18 @@ class MicroBatchWriter:
             self.failure = str(error)
             raise
 
-    def _apply(self, pipeline: MetadataPipeline, messages: list[tuple[int, bytes]]) -> None:
+    def _apply(self, pipeline: MetadataPipeline, messages: list[TopicMessage]) -> None:
         """Load the messages' batches (already applied ones are dropped), then write what became visible."""
-        for batch in decode_messages(self.config.topic, messages):
-            pipeline.load(batch, source=f"topic {self.config.topic}")
+        run: list[TopicMessage] = []  # log batches since the last snapshot batch
+        for message in messages:
+            snapshot = snapshot_of(message.key)
+            if snapshot is None:
+                run.append(message)
+                continue
+            self._load_log(pipeline, run)
+            run = []
+            self._add_snapshot_batch(pipeline, snapshot, message)
+        self._load_log(pipeline, run)
         pipeline.commit()
         if pipeline.held:
             log.warning(
@@ -100,9 +127,36 @@ class MicroBatchWriter:
                 pipeline.loaded_offset + 1, len(pipeline.held),
             )
 
+    def _load_log(self, pipeline: MetadataPipeline, run: list[TopicMessage]) -> None:
+        if not run:
+            return
+        if self.pending_snapshot is not None:  # its publisher stopped half-way, then went on with the log
+            log.warning("snapshot %s: its footer never came; dropped", self.pending_snapshot.snapshot.file_name())
+            self.pending_snapshot = None
+        for batch in decode_messages(self.config.topic, [(message.kafka_offset, message.value) for message in run]):
+            pipeline.load(batch, source=f"topic {self.config.topic}")
+
+    def _add_snapshot_batch(self, pipeline: MetadataPipeline, snapshot: SnapshotId, message: TopicMessage) -> None:
+        """Gather a snapshot's batches; at its footer, load it unless the log loaded is already past it."""
+        where = f"topic {self.config.topic} message at Kafka offset {message.kafka_offset}"
+        batch = decode_messages(self.config.topic, [(message.kafka_offset, message.value)])[0]
+        if starts_snapshot(batch):
+            self.pending_snapshot = PendingSnapshot(snapshot)  # a snapshot cut short before is dropped
+        elif self.pending_snapshot is None or self.pending_snapshot.snapshot != snapshot:
+            raise MaterializeError(f"{where}: a batch of snapshot {snapshot.file_name()} without its header")
+        pending = self.pending_snapshot
+        pending.batches.append(batch)
+        if not ends_snapshot(batch):
+            return
+        self.pending_snapshot = None
+        if snapshot.end_offset - 1 > pipeline.loaded_offset:
+            pipeline.commit()  # what the log made visible before the snapshot gets its own image
+            source = f"topic {self.config.topic} snapshot {snapshot.file_name()}"
+            pipeline.load_snapshot(pending.batches, snapshot, source)
+
     def _catch_up(self, pipeline: MetadataPipeline, before_kafka_offset: int) -> None:
         """Replay what earlier runs of the job consumed (Kafka offsets before `before_kafka_offset`)."""
-        chunk: list[tuple[int, bytes]] = []
+        chunk: list[TopicMessage] = []
         for message in read_topic(self.config, before_kafka_offset):
             chunk.append(message)
             if len(chunk) >= 10_000:
@@ -111,14 +165,15 @@ class MicroBatchWriter:
         self._apply(pipeline, chunk)
 
 
-def collect_messages(frame: Any) -> list[tuple[int, bytes]]:
-    """A micro-batch's (Kafka offset, value) pairs, brought to the driver, in Kafka offset order."""
-    table = frame.select("offset", "value").toArrow().sort_by("offset")
-    return list(zip(table.column("offset").to_pylist(), table.column("value").to_pylist(), strict=True))
+def collect_messages(frame: Any) -> list[TopicMessage]:
+    """A micro-batch's messages, brought to the driver, in Kafka offset order."""
+    table = frame.select("offset", "key", "value").toArrow().sort_by("offset")
+    columns = (table.column(name).to_pylist() for name in ("offset", "key", "value"))
+    return [TopicMessage(*row) for row in zip(*columns, strict=True)]
 
 
-def read_topic(config: MaterializeConfig, end_kafka_offset: int) -> Iterator[tuple[int, bytes]]:
-    """(Kafka offset, value) of partition 0 from the start up to `end_kafka_offset` (exclusive)."""
+def read_topic(config: MaterializeConfig, end_kafka_offset: int) -> Iterator[TopicMessage]:
+    """The messages of partition 0 from the start up to `end_kafka_offset` (exclusive)."""
     if end_kafka_offset <= 0:
         return
     consumer = Consumer({
@@ -144,7 +199,7 @@ def read_topic(config: MaterializeConfig, end_kafka_offset: int) -> Iterator[tup
                 raise MaterializeError(f"rebuilding state from {config.bootstrap_servers}: {message.error()}")
             position = message.offset() + 1
             if message.offset() < end_kafka_offset:
-                yield message.offset(), message.value()
+                yield TopicMessage(message.offset(), message.key(), message.value())
     finally:
         consumer.close()
 

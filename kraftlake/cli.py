@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kraftlake.commands.warehouse",
     "kraftlake.commands.quorum",
     "kraftlake.commands.materialize",
+    "kraftlake.commands.publish",
     "kraftlake.commands.demo",
     "kraftlake.commands.admin",
     "kraftlake.commands.simulate",

@@ -101,7 +101,7 @@ class Demo:
         run(config, spark)
         self._step(f"the streaming job drained the topic into {self.warehouse}\n")
         self.say(report(spark, Warehouse(self.warehouse)))
-        counts = transaction_markers(value for _, value in read_topic(config, cluster.topic_end()))
+        counts = transaction_markers(message.value for message in read_topic(config, cluster.topic_end()))
         self.say(
             f"\nmetadata transactions in the log: {counts['begun']} begun, {counts['committed']} committed, "
             f"{counts['aborted']} aborted (aborted records are never visible)"
