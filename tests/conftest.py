@@ -4,7 +4,9 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins: list[str] = ["tests.fixtures.broker", "tests.fixtures.spark", "tests.fixtures.s3"]
+pytest_plugins: list[str] = [
+    "tests.fixtures.broker", "tests.fixtures.spark", "tests.fixtures.s3", "tests.fixtures.spark_cluster",
+]
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "kafka-samples"
 

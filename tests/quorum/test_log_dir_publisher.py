@@ -5,14 +5,10 @@ published and every checked offset equals the replay of the directory."""
 from __future__ import annotations
 
 import shutil
-import uuid
-from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
-from jobs.materialize import MaterializeConfig, MicroBatchWriter, TopicMessage
 from jobs.time_travel import image_at_offset, published_images
 from jobs.warehouse import Warehouse
 from kraftlake.cli import main
@@ -22,26 +18,11 @@ from records.topic import decode_key, encode_snapshot_key, snapshot_of
 from replay.canonical import canonical_json
 from replay.log_replay import replay_paths
 from tests.fixtures.broker import create_topic, produce
+from tests.jobs.metadata_topic import drain, topic_messages
 
 RJM = "rjmfernandes_flink-on-prem/data/__cluster_metadata-0"
 KCKOH = "kckoh_xflow/kafka-data/__cluster_metadata-0"
 SEGMENT = "00000000000000000000.log"
-
-
-def topic_messages(bootstrap: str, topic: str) -> list[TopicMessage]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"t-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False})
-    try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30, cached=False)
-        consumer.assign([TopicPartition(topic, 0, low)])
-        out: list[TopicMessage] = []
-        while len(out) < high - low:
-            message = consumer.poll(30)
-            assert message is not None and message.error() is None, message and message.error()
-            out.append(TopicMessage(message.offset(), message.key(), message.value()))
-        return out
-    finally:
-        consumer.close()
 
 
 def file_batches(path: Path) -> list[bytes]:
@@ -63,18 +44,6 @@ def log_copy(source: Path, target: Path, *, batches: slice) -> Path:
     for snapshot in source.glob("*.checkpoint"):
         shutil.copy(snapshot, target)
     return target
-
-
-def drain_into_warehouse(bootstrap: str, topic: str, root: Path, first_micro_batches: int) -> Warehouse:
-    """The streaming job's driver fed the topic one message per micro-batch for the first ones (a snapshot
-    spans several), then in micro-batches of 400."""
-    config = MaterializeConfig(bootstrap, topic, root / "warehouse", root / "checkpoint")
-    writer = MicroBatchWriter(config)
-    messages = topic_messages(bootstrap, topic)
-    bounds = [*range(first_micro_batches), *range(first_micro_batches, len(messages), 400), len(messages)]
-    for start, stop in pairwise(bounds):
-        writer.write(messages[start:stop])
-    return Warehouse(config.warehouse)
 
 
 def assert_equals_replay(warehouse: Warehouse, directory: Path, offsets: list[int]) -> None:
@@ -118,7 +87,8 @@ def test_a_log_past_zero_goes_in_after_its_newest_usable_snapshot(
     assert decode_key(messages[3].key) == 14926
     assert [m.value for m in messages[3:]] == [v for v in everything if decode_batch(v).base_offset >= 14926]
 
-    warehouse = drain_into_warehouse(bootstrap, topic, tmp_path, first_micro_batches=5)
+    drain(bootstrap, topic, tmp_path / "warehouse", micro_batch=400, single_first=5)  # the snapshot spans 3
+    warehouse = Warehouse(tmp_path / "warehouse")
     images = published_images(warehouse)
     assert (images[0].offset, images[0].snapshot) == (14925, True)
     assert_equals_replay(warehouse, directory, [14925, *range(14926, 17027, 97), 17026])
@@ -137,7 +107,8 @@ def test_a_snapshot_only_directory_and_a_snapshot_cut_short(kafka_broker, sample
     assert publish(directory, bootstrap, topic) == 0  # the snapshot is whole in the topic now: nothing
     assert [m.value for m in topic_messages(bootstrap, topic)] == parts[:2] + parts
 
-    warehouse = drain_into_warehouse(bootstrap, topic, tmp_path, first_micro_batches=5)
+    drain(bootstrap, topic, tmp_path / "warehouse", micro_batch=400, single_first=5)
+    warehouse = Warehouse(tmp_path / "warehouse")
     assert [(image.offset, image.snapshot) for image in published_images(warehouse)] == [(7604, True)]
     assert_equals_replay(warehouse, directory, [7604])
 
