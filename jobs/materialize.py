@@ -1,6 +1,7 @@
 """The streaming job: the metadata topic, replayed into Delta tables, one published image per micro-batch.
 
-    spark-submit jobs/materialize.py --bootstrap-servers HOST:PORT --topic T --warehouse W --checkpoint C
+    spark-submit jobs/materialize.py --bootstrap-servers HOST:PORT --topic T --warehouse URI --checkpoint C
+        [--storage-option KEY=VALUE …]
 
 Each Kafka message is one committed Raft batch (value: RecordBatch v2 bytes, key: base offset) or one batch
 of a snapshot (`records.topic`: `kraftlake publish` puts one first when a real cluster's log no longer starts
@@ -43,11 +44,12 @@ log = logging.getLogger(__name__)
 class MaterializeConfig:
     bootstrap_servers: str
     topic: str
-    warehouse: Path
+    warehouse: str  # a local path or an object-store URI (s3://bucket/prefix)
     checkpoint: Path
     trigger_seconds: float = 1.0
     available_now: bool = False
     max_offsets_per_trigger: int | None = None
+    storage_options: tuple[tuple[str, str], ...] = ()  # for the warehouse; delta-rs reads AWS_* besides
 
 
 class MaterializeError(Exception):
@@ -101,7 +103,7 @@ class MicroBatchWriter:
             if self.pipeline is None:
                 if not messages:
                     return
-                self.pipeline = MetadataPipeline(Warehouse(self.config.warehouse), hold_gaps=True)
+                self.pipeline = MetadataPipeline(Warehouse(Path(self.config.warehouse)), hold_gaps=True)
                 self._catch_up(self.pipeline, before_kafka_offset=messages[0][0])
             self._apply(self.pipeline, messages)
         except (MaterializeError, ReplayError) as error:
@@ -273,13 +275,22 @@ def parse_args(argv: list[str] | None) -> MaterializeConfig:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap-servers", required=True)
     parser.add_argument("--topic", required=True)
-    parser.add_argument("--warehouse", type=Path, required=True)
+    parser.add_argument("--warehouse", required=True, help="a local path or an object-store URI")
     parser.add_argument("--checkpoint", type=Path, required=True)
     parser.add_argument("--trigger-seconds", type=float, default=1.0)
     parser.add_argument("--available-now", action="store_true", help="drain the topic, then stop")
     parser.add_argument("--max-offsets-per-trigger", type=int)
+    parser.add_argument("--storage-option", dest="storage_options", action="append", type=storage_option,
+                        default=[], metavar="KEY=VALUE", help="a delta-rs storage option for the warehouse")
     args = parser.parse_args(argv)
-    return MaterializeConfig(**vars(args))
+    return MaterializeConfig(**{**vars(args), "storage_options": tuple(args.storage_options)})
+
+
+def storage_option(pair: str) -> tuple[str, str]:
+    key, separator, value = pair.partition("=")
+    if not separator or not key.strip():
+        raise argparse.ArgumentTypeError(f"{pair!r}: expected KEY=VALUE")
+    return key.strip(), value
 
 
 def main(argv: list[str] | None = None) -> int:

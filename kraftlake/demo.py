@@ -94,7 +94,7 @@ class Demo:
         from jobs.warehouse import Warehouse
 
         config = MaterializeConfig(
-            self.broker.bootstrap_servers, cluster.topic, self.warehouse, self.checkpoint,
+            self.broker.bootstrap_servers, cluster.topic, str(self.warehouse), self.checkpoint,
             available_now=True, max_offsets_per_trigger=100,
         )
         spark = local_spark()

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kraftlake.config import load_section, resolve_bootstrap
+from kraftlake.config import add_warehouse_arguments, load_section, resolve_bootstrap, resolve_warehouse
 from kraftlake.errors import UserFacingError
 
 
@@ -16,7 +16,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     parser.add_argument("--bootstrap-servers", help="Kafka to read (default: [kafka] or the local broker)")
     parser.add_argument("--topic")
-    parser.add_argument("--warehouse", type=Path)
+    add_warehouse_arguments(parser)
     parser.add_argument("--checkpoint", type=Path)
     parser.add_argument("--trigger-seconds", type=float)
     parser.add_argument("--max-offsets-per-trigger", type=int)
@@ -37,10 +37,12 @@ def config_from(args: argparse.Namespace) -> Any:
     trigger = float(pick(args.trigger_seconds, job, "trigger_seconds", 1.0))
     if trigger <= 0:
         raise UserFacingError("trigger_seconds must be positive")
+    location = resolve_warehouse(args.warehouse, args.storage_option, args.config)
     return MaterializeConfig(
         bootstrap_servers=bootstrap,
         topic=str(pick(args.topic, kafka, "topic", "kraftlake-metadata")),
-        warehouse=Path(pick(args.warehouse, job, "warehouse", "warehouse")),
+        warehouse=location.uri,
+        storage_options=tuple(location.storage_options.items()),
         checkpoint=Path(pick(args.checkpoint, job, "checkpoint", "checkpoints/materialize")),
         trigger_seconds=trigger,
         available_now=args.available_now,

@@ -11,52 +11,62 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kraftlake.config import add_warehouse_arguments, resolve_warehouse
 from kraftlake.errors import UserFacingError
 from records.errors import RecordFormatError
 from replay.errors import ReplayError
-
-DEFAULT_WAREHOUSE = Path("warehouse")
 
 
 def register(subparsers: Any) -> None:
     ingest = subparsers.add_parser("ingest", help="build a warehouse from a __cluster_metadata-0 directory")
     ingest.add_argument("directory", type=Path, help="a __cluster_metadata-0 directory or the log dir holding it")
-    ingest.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE)
+    add_warehouse_arguments(ingest)
     ingest.add_argument("--image-every", type=int, default=1000, metavar="OFFSETS",
                         help="publish an image every this many offsets (every offset stays exact)")
+    ingest.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     ingest.set_defaults(handler=run_ingest)
 
     image = subparsers.add_parser("image", help="the metadata image at an offset or a time, from a warehouse")
-    image.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE)
+    add_warehouse_arguments(image)
     at = image.add_mutually_exclusive_group(required=True)
     at.add_argument("--at-offset", type=int, metavar="N")
     at.add_argument("--at-time", metavar="T", help="epoch milliseconds or an ISO-8601 time (UTC if no zone)")
     image.add_argument("--table", help="print this table's rows as JSON lines")
     image.add_argument("--json", action="store_true", help="print the canonical image JSON")
+    image.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     image.set_defaults(handler=run_image)
 
     changes = subparsers.add_parser("changes", help="what changed between two offsets, per table")
-    changes.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE)
+    add_warehouse_arguments(changes)
     changes.add_argument("--from", dest="from_offset", type=int, required=True, metavar="A")
     changes.add_argument("--to", dest="to_offset", type=int, required=True, metavar="B")
     changes.add_argument("--table", help="only this table")
+    changes.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     changes.set_defaults(handler=run_changes)
+
+
+def open_warehouse(args: argparse.Namespace) -> Any:
+    """The warehouse the flags and the config name."""
+    from jobs.warehouse import Warehouse
+
+    location = resolve_warehouse(args.warehouse, args.storage_option, args.config)
+    return Warehouse(Path(location.uri))
 
 
 def run_ingest(args: argparse.Namespace) -> int:
     from jobs.ingest import ingest, terminal_progress
-    from jobs.warehouse import Warehouse
 
     if not args.directory.is_dir():
         raise UserFacingError(f"{args.directory}: not a directory")
+    warehouse = open_warehouse(args)
     try:
         result = ingest(
-            args.directory, Warehouse(args.warehouse), image_every=args.image_every, progress=terminal_progress()
+            args.directory, warehouse, image_every=args.image_every, progress=terminal_progress()
         )
     except (RecordFormatError, ReplayError) as error:
         raise UserFacingError(f"{error} (nothing past the last good image was published; fix and rerun)") from None
     print(
-        f"ingested offsets {result.first_offset}..{result.last_offset} into {args.warehouse}: "
+        f"ingested offsets {result.first_offset}..{result.last_offset} into {warehouse.root}: "
         f"{result.images_published} images published"
     )
     return 0
@@ -77,9 +87,8 @@ def parse_time(text: str) -> int:
 
 def run_image(args: argparse.Namespace) -> int:
     from jobs.time_travel import TimeTravelError, image_at_offset, image_at_time
-    from jobs.warehouse import Warehouse
 
-    warehouse = Warehouse(args.warehouse)
+    warehouse = open_warehouse(args)
     try:
         if args.at_offset is not None:
             image = image_at_offset(warehouse, args.at_offset)
@@ -104,12 +113,11 @@ def run_image(args: argparse.Namespace) -> int:
 
 def run_changes(args: argparse.Namespace) -> int:
     from jobs.time_travel import TimeTravelError, changes_between
-    from jobs.warehouse import Warehouse
 
     if args.to_offset < args.from_offset:
         raise UserFacingError("--to must not be before --from")
     try:
-        changes = changes_between(Warehouse(args.warehouse), args.from_offset, args.to_offset)
+        changes = changes_between(open_warehouse(args), args.from_offset, args.to_offset)
     except TimeTravelError as error:
         raise UserFacingError(str(error)) from None
     for name, table in changes.items():
