@@ -1,14 +1,13 @@
 """A short report on a warehouse, queried the way a user would: Spark SQL over the Delta tables.
 
-Spark reads a table at the version an `images` row pins through that version's Parquet files (delta-rs
-lists them), so the report shows one consistent published image, never a half-written one.
+Spark gets each table at the version an `images` row pins from delta-rs as Arrow (never as file paths:
+the warehouse may be on object storage Spark has no connector for), so the report shows one consistent
+published image, never a half-written one.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-from deltalake import DeltaTable
 
 from image_schema.tables import TABLES
 from jobs.time_travel import image_at_offset, published_images
@@ -19,18 +18,11 @@ def register_views(spark: Any, warehouse: Warehouse) -> dict[str, int]:
     """Temp views of every table at the last published image; returns their Delta versions."""
     latest = published_images(warehouse)[-1]
     for name in [*TABLES, *(history_name(t) for t in TABLES)]:
-        version = latest.table_versions[name]
-        files = DeltaTable(str(warehouse.path(name)), version=version).file_uris()
-        schema = warehouse.table(name, version).schema().to_arrow()
-        frame = spark.read.parquet(*files) if files else spark.createDataFrame([], _spark_schema(spark, schema))
-        frame.createOrReplaceTempView(name)
+        rows = warehouse.table(name, latest.table_versions[name]).to_pyarrow_table()
+        if rows.num_rows == 0:  # Spark's Arrow conversion fails on columns with no chunk at all
+            rows = rows.schema.empty_table()
+        spark.createDataFrame(rows).createOrReplaceTempView(name)
     return latest.table_versions
-
-
-def _spark_schema(spark: Any, arrow_schema: Any) -> Any:
-    import pyarrow as pa
-
-    return spark.createDataFrame(pa.Table.from_pylist([], schema=pa.schema(arrow_schema))).schema
 
 
 def report(spark: Any, warehouse: Warehouse) -> str:
