@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,7 +53,27 @@ def open_warehouse(args: argparse.Namespace) -> Any:
     from jobs.warehouse import Warehouse
 
     location = resolve_warehouse(args.warehouse, args.storage_option, args.config)
+    if "://" in location.uri:
+        raise UserFacingError(f"{location.uri}: this build reads and writes warehouses on local paths only")
     return Warehouse(Path(location.uri))
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def describe_store_error(error: OSError) -> str:
+    """delta-rs's nested object-store error in one line: each cause, outermost first, markup dropped."""
+    causes = [_ANSI.sub("", line).strip(" ↳\t") for line in str(error).splitlines()]
+    return "; ".join(cause for cause in causes if cause and not cause.startswith("<"))[:600]
+
+
+@contextmanager
+def store_errors(uri: str) -> Iterator[None]:
+    """An unreachable store, a missing bucket or refused credentials: one line naming the warehouse URI."""
+    try:
+        yield
+    except OSError as error:
+        raise UserFacingError(f"warehouse {uri}: {describe_store_error(error)}") from None
 
 
 def run_ingest(args: argparse.Namespace) -> int:
@@ -60,9 +83,8 @@ def run_ingest(args: argparse.Namespace) -> int:
         raise UserFacingError(f"{args.directory}: not a directory")
     warehouse = open_warehouse(args)
     try:
-        result = ingest(
-            args.directory, warehouse, image_every=args.image_every, progress=terminal_progress()
-        )
+        with store_errors(str(warehouse.root)):
+            result = ingest(args.directory, warehouse, image_every=args.image_every, progress=terminal_progress())
     except (RecordFormatError, ReplayError) as error:
         raise UserFacingError(f"{error} (nothing past the last good image was published; fix and rerun)") from None
     print(
@@ -90,10 +112,11 @@ def run_image(args: argparse.Namespace) -> int:
 
     warehouse = open_warehouse(args)
     try:
-        if args.at_offset is not None:
-            image = image_at_offset(warehouse, args.at_offset)
-        else:
-            image = image_at_time(warehouse, parse_time(args.at_time))
+        with store_errors(str(warehouse.root)):
+            if args.at_offset is not None:
+                image = image_at_offset(warehouse, args.at_offset)
+            else:
+                image = image_at_time(warehouse, parse_time(args.at_time))
     except TimeTravelError as error:
         raise UserFacingError(str(error)) from None
     if args.json:
@@ -116,8 +139,10 @@ def run_changes(args: argparse.Namespace) -> int:
 
     if args.to_offset < args.from_offset:
         raise UserFacingError("--to must not be before --from")
+    warehouse = open_warehouse(args)
     try:
-        changes = changes_between(open_warehouse(args), args.from_offset, args.to_offset)
+        with store_errors(str(warehouse.root)):
+            changes = changes_between(warehouse, args.from_offset, args.to_offset)
     except TimeTravelError as error:
         raise UserFacingError(str(error)) from None
     for name, table in changes.items():
