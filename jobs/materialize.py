@@ -30,6 +30,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from jobs.gc_pause import paused_collector
 from jobs.kafka_source import RECEIVE_MAX_BYTES, SOURCE_NAME, KafkaSource
 from jobs.pipeline import MetadataPipeline
+from jobs.store_errors import describe_store_error
 from jobs.warehouse import Warehouse
 from records import RecordBatch, SnapshotId, decode_batch
 from records.errors import RecordFormatError
@@ -103,11 +104,14 @@ class MicroBatchWriter:
             if self.pipeline is None:
                 if not messages:
                     return
-                self.pipeline = MetadataPipeline(Warehouse(Path(self.config.warehouse)), hold_gaps=True)
+                self.pipeline = MetadataPipeline(open_warehouse(self.config.warehouse), hold_gaps=True)
                 self._catch_up(self.pipeline, before_kafka_offset=messages[0][0])
             self._apply(self.pipeline, messages)
         except (MaterializeError, ReplayError) as error:
             self.failure = str(error)
+            raise
+        except OSError as error:  # the store refused or could not be reached: nothing past this was published
+            self.failure = f"warehouse {self.config.warehouse}: {describe_store_error(error)}"
             raise
 
     def _apply(self, pipeline: MetadataPipeline, messages: list[TopicMessage]) -> None:
@@ -165,6 +169,12 @@ class MicroBatchWriter:
                 self._apply(pipeline, chunk)
                 chunk = []
         self._apply(pipeline, chunk)
+
+
+def open_warehouse(uri: str | Path) -> Warehouse:
+    if "://" in str(uri):
+        raise MaterializeError(f"{uri}: this build reads and writes warehouses on local paths only")
+    return Warehouse(Path(uri))
 
 
 def collect_messages(frame: Any) -> list[TopicMessage]:

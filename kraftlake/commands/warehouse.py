@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -58,18 +57,11 @@ def open_warehouse(args: argparse.Namespace) -> Any:
     return Warehouse(Path(location.uri))
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def describe_store_error(error: OSError) -> str:
-    """delta-rs's nested object-store error in one line: each cause, outermost first, markup dropped."""
-    causes = [_ANSI.sub("", line).strip(" ↳\t") for line in str(error).splitlines()]
-    return "; ".join(cause for cause in causes if cause and not cause.startswith("<"))[:600]
-
-
 @contextmanager
 def store_errors(uri: str) -> Iterator[None]:
     """An unreachable store, a missing bucket or refused credentials: one line naming the warehouse URI."""
+    from jobs.store_errors import describe_store_error
+
     try:
         yield
     except OSError as error:
