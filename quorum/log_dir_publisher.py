@@ -24,14 +24,12 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import Message
-
-from quorum.publisher import ProducerSession, PublisherConfig, PublishError, ensure_topic, last_message
-from records import MetadataLogDir, RecordBatch, SnapshotId, decode_batch, read_batches
+from quorum.publisher import ProducerSession, PublisherConfig, PublishError, TopicTail, ensure_topic, read_tail
+from records import MetadataLogDir, RecordBatch, SnapshotId, read_batches
 from records.batch import read_header
 from records.errors import RecordFormatError
 from records.files import segment_base_offset
-from records.topic import decode_key, encode_snapshot_key, ends_snapshot, snapshot_of, starts_snapshot
+from records.topic import encode_snapshot_key, ends_snapshot, starts_snapshot
 from replay.log_replay import METADATA_PARTITION_DIR
 
 FLUSH_EVERY = 1_000  # batches produced between checks that the broker acknowledged them
@@ -42,46 +40,11 @@ class LogDirPublishError(Exception):
 
 
 @dataclass(frozen=True)
-class TopicTail:
-    """How far the topic holds the log: the next offset it lacks, and what its last message was."""
-
-    next_offset: int
-    last_batch: bytes | None = None  # the last log batch's bytes, to check the directory holds the same
-    cut_snapshot: SnapshotId | None = None  # a snapshot whose footer never reached the topic
-
-
-@dataclass(frozen=True)
 class PublishResult:
     snapshot: SnapshotId | None  # the snapshot published first, if any
     first_offset: int | None  # the log batches published, first and last offset (None: none)
     last_offset: int | None
     messages: int
-
-
-def read_tail(config: PublisherConfig) -> TopicTail:
-    """The topic's tail, from its last message."""
-    message = last_message(config)
-    if message is None:
-        return TopicTail(0)
-    value = _value_of(message, config.topic)
-    header = read_header(value, 0, config.topic, verify_crc=False)
-    snapshot = snapshot_of(message.key())
-    if snapshot is not None:
-        closed = ends_snapshot(decode_batch(value, config.topic))
-        return TopicTail(snapshot.end_offset) if closed else TopicTail(snapshot.end_offset, cut_snapshot=snapshot)
-    if decode_key(message.key() or b"\0" * 8) != header.base_offset:
-        raise LogDirPublishError(
-            f"the last message of topic {config.topic} has a key that is not its batch's base offset: "
-            "is it a metadata topic?"
-        )
-    return TopicTail(header.last_offset + 1, last_batch=value)
-
-
-def _value_of(message: Message, topic: str) -> bytes:
-    value = message.value()
-    if not value:
-        raise LogDirPublishError(f"the last message of topic {topic} has no value: is it a metadata topic?")
-    return value
 
 
 def partition_dir(directory: Path) -> Path:

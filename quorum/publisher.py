@@ -41,9 +41,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from quorum.controller.metadata_log import LeaderAndEpoch, MetadataLog
-from records import RecordBatch, SnapshotId
+from records import RecordBatch, SnapshotId, decode_batch
 from records.batch import read_header
-from records.topic import decode_key, encode_key
+from records.topic import LOG_KEY, decode_key, encode_key, ends_snapshot, snapshot_of
 
 log = logging.getLogger(__name__)
 
@@ -327,16 +327,40 @@ def last_message(config: PublisherConfig, timeout_s: float = 30.0) -> Message | 
         consumer.close()
 
 
-def resume_offset(config: PublisherConfig, timeout_s: float = 30.0) -> int:
-    """The first offset not in the topic: after the batch of its last message, or 0 for an empty topic."""
+@dataclass(frozen=True)
+class TopicTail:
+    """How far the topic holds the log: the next offset it lacks, and what its last message was."""
+
+    next_offset: int
+    last_batch: bytes | None = None  # the last message's bytes when it is a log batch
+    cut_snapshot: SnapshotId | None = None  # a snapshot whose footer never reached the topic
+
+
+def read_tail(config: PublisherConfig, timeout_s: float = 30.0) -> TopicTail:
+    """The topic's tail from its last message: a log batch (key = its base offset) or a snapshot's batch
+    (`records.topic`, as `kraftlake publish` writes one first when a log no longer starts at 0)."""
     message = last_message(config, timeout_s)
     if message is None:
-        return 0
+        return TopicTail(0)
     value = message.value()
-    if value is None:
+    if not value:
         raise PublishError(f"the last message of {config.topic} has no value: is it really the metadata topic?")
     header = read_header(value, 0, config.topic, verify_crc=False)
-    if decode_key(message.key() or b"") != header.base_offset:
+    snapshot = snapshot_of(message.key())
+    if snapshot is not None:
+        closed = ends_snapshot(decode_batch(value, config.topic))
+        return TopicTail(snapshot.end_offset, cut_snapshot=None if closed else snapshot)
+    if len(message.key() or b"") != LOG_KEY.size or decode_key(message.key()) != header.base_offset:
         raise PublishError(f"the last message of {config.topic} has a key that is not its batch's base offset")
-    return header.last_offset + 1
+    return TopicTail(header.last_offset + 1, last_batch=value)
 
+
+def resume_offset(config: PublisherConfig, timeout_s: float = 30.0) -> int:
+    """The first offset not in the topic: after its last batch or snapshot, or 0 for an empty topic."""
+    tail = read_tail(config, timeout_s)
+    if tail.cut_snapshot is not None:
+        raise PublishError(
+            f"{config.topic} ends inside snapshot {tail.cut_snapshot.file_name()}: only `kraftlake publish` of a "
+            "directory holding it can complete it"
+        )
+    return tail.next_offset

@@ -12,6 +12,7 @@ import pytest
 from jobs.time_travel import image_at_offset, published_images
 from jobs.warehouse import Warehouse
 from kraftlake.cli import main
+from quorum.publisher import PublisherConfig, PublishError, resume_offset
 from records import decode_batch, read_batches
 from records.files import SnapshotId
 from records.topic import decode_key, encode_snapshot_key, snapshot_of
@@ -103,8 +104,11 @@ def test_a_snapshot_only_directory_and_a_snapshot_cut_short(kafka_broker, sample
     snapshot = SnapshotId(7605, 1)
     parts = file_batches(snapshot_file)
     produce(bootstrap, topic, [(encode_snapshot_key(snapshot), raw) for raw in parts[:2]], partition=0)
+    with pytest.raises(PublishError, match="ends inside snapshot"):  # the controllers' publisher cannot go on
+        resume_offset(PublisherConfig(bootstrap, topic))
     assert publish(directory, bootstrap, topic) == 0
     assert publish(directory, bootstrap, topic) == 0  # the snapshot is whole in the topic now: nothing
+    assert resume_offset(PublisherConfig(bootstrap, topic)) == 7605  # both publishers read the tail alike
     assert [m.value for m in topic_messages(bootstrap, topic)] == parts[:2] + parts
 
     drain(bootstrap, topic, tmp_path / "warehouse", micro_batch=400, single_first=5)
