@@ -1,7 +1,7 @@
 """`kraftlake publish DIR --topic T`: a real cluster's metadata directory into the metadata topic, which the
 streaming job (`kraftlake materialize`, `spark-submit jobs/materialize.py`) then replays.
 
-Exactly once by offset: a rerun publishes only what the topic lacks (see `quorum.log_dir_publisher`).
+Exactly once by offset: a rerun publishes only what the topic lacks (see `controller.log_dir_publisher`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from confluent_kafka import KafkaException
 
-    from quorum.log_dir_publisher import LogDirPublishError, publish_log_dir
-    from quorum.publisher import PublisherConfig, PublishError
+    from controller.log_dir_publisher import LogDirPublishError, publish_log_dir
+    from controller.publisher import PublisherConfig, PublishError
     from records.errors import RecordFormatError
 
     if not args.directory.is_dir():
