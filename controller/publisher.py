@@ -44,10 +44,10 @@ from controller.metadata_log import LeaderAndEpoch, MetadataLog
 from records import RecordBatch, SnapshotId, decode_batch
 from records.batch import read_header
 from records.topic import LOG_KEY, decode_key, encode_key, ends_snapshot, snapshot_of
+from settings import DEFAULT_TOPIC
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TOPIC = "kraftlake-metadata"  # Apache Kafka refuses to create `__cluster_metadata`
 _REMEMBERED_DELIVERIES = 100_000  # far more than a broker can lose in its last second
 STANDBY_READ_TIMEOUT_S = 5.0
 

@@ -1,4 +1,5 @@
-"""Which Kafka to talk to: every setting that names a broker accepts a real cluster as well as the local one."""
+"""Which Kafka to talk to: every setting that names a broker accepts a real cluster as well as the local one.
+The configuration files themselves are defined and read by the `settings` package."""
 
 from __future__ import annotations
 
@@ -34,31 +35,6 @@ def resolve_bootstrap(explicit: str | None, data_dir: Path | None = None) -> str
     )
 
 
-DEFAULT_CONFIG = Path("conf/kraftlake.toml")
-
-
-def load_section(section: str, path: Path | None = None) -> dict[str, object]:
-    """One table of the TOML config (`conf/kraftlake.toml` by default; missing file: no defaults)."""
-    import tomllib
-
-    config_path = path or DEFAULT_CONFIG
-    if not config_path.exists():
-        if path is not None:
-            raise UserFacingError(f"{path}: no such config file")
-        return {}
-    try:
-        with config_path.open("rb") as handle:
-            document = tomllib.load(handle)
-    except tomllib.TOMLDecodeError as error:
-        raise UserFacingError(f"{config_path}: {error}") from None
-    value = document.get(section, {})
-    if not isinstance(value, dict):
-        raise UserFacingError(f"{config_path}: [{section}] must be a table")
-    return value
-
-
-DEFAULT_WAREHOUSE = "warehouse"
-
 
 @dataclass(frozen=True)
 class WarehouseLocation:
@@ -73,7 +49,7 @@ def add_warehouse_arguments(parser: Any) -> None:
     """`--warehouse URI` and `--storage-option KEY=VALUE` (repeatable), the same on every command."""
     parser.add_argument("--warehouse", metavar="URI",
                         help="a local path or an object-store URI such as s3://bucket/prefix "
-                             "(default: [warehouse] uri in the config, else ./warehouse)")
+                             "(default: [materialize] warehouse in the config, else ./warehouse)")
     parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a delta-rs storage option (e.g. AWS_ENDPOINT_URL=http://…), over [warehouse] "
                              "storage_options in the config and the AWS_* environment")
@@ -92,11 +68,9 @@ def parse_storage_options(pairs: Iterable[str]) -> dict[str, str]:
 def resolve_warehouse(
     uri: str | None, option_pairs: Iterable[str] = (), config_path: Path | None = None
 ) -> WarehouseLocation:
-    """The flag, else `[warehouse] uri`, else ./warehouse; options: the config's, overridden by flags."""
-    section = load_section("warehouse", config_path)
-    configured = section.get("storage_options", {})
-    if not isinstance(configured, dict):
-        raise UserFacingError(f"{config_path or DEFAULT_CONFIG}: [warehouse] storage_options must be a table")
-    options = {str(key): str(value) for key, value in configured.items()}
-    options.update(parse_storage_options(option_pairs))
-    return WarehouseLocation(str(uri or section.get("uri") or DEFAULT_WAREHOUSE), options)
+    """The flag, else `[materialize] warehouse`; options: `[warehouse] storage_options`, overridden by flags."""
+    from settings import load_kraftlake
+
+    settings = load_kraftlake(config_path)
+    options = {**settings.warehouse.storage_options, **parse_storage_options(option_pairs)}
+    return WarehouseLocation(str(uri or settings.materialize.warehouse), options)

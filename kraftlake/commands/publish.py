@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kraftlake.config import load_section, resolve_bootstrap
+from kraftlake.config import resolve_bootstrap
 from kraftlake.errors import UserFacingError
 
 
@@ -32,9 +32,11 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.directory.is_dir():
         raise UserFacingError(f"{args.directory}: not a directory")
-    kafka = load_section("kafka", args.config)
-    bootstrap = resolve_bootstrap(args.bootstrap_servers or str(kafka.get("bootstrap_servers", "")) or None)
-    config = PublisherConfig(bootstrap, topic=args.topic or str(kafka.get("topic", "kraftlake-metadata")))
+    from settings import load_kraftlake
+
+    kafka = load_kraftlake(args.config).kafka
+    bootstrap = resolve_bootstrap(args.bootstrap_servers or kafka.bootstrap_servers or None)
+    config = PublisherConfig(bootstrap, topic=args.topic or kafka.topic)
     try:
         result = publish_log_dir(args.directory, config)
     except RecordFormatError as error:

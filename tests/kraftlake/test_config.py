@@ -10,8 +10,9 @@ from kraftlake.config import resolve_warehouse
 from kraftlake.errors import UserFacingError
 
 CONFIG = """
+[materialize]
+warehouse = "s3://lake/kraftlake"
 [warehouse]
-uri = "s3://lake/kraftlake"
 storage_options = { AWS_ENDPOINT_URL = "http://127.0.0.1:8333", AWS_REGION = "us-east-1" }
 """
 
