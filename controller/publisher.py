@@ -255,6 +255,7 @@ class ProducerSession:
             self.error = self.error or f"delivery failed: {error.str()}"
             return
         kafka_offset = message.offset()
+        assert kafka_offset is not None  # set on every message delivered without error
         previous = self._last_kafka_offset
         if previous is not None and kafka_offset != previous + 1:
             self.error = self.error or (
@@ -282,7 +283,12 @@ class ProducerSession:
         return self.in_flight == 0
 
     def close(self) -> None:
+        """Deliver what the broker takes within a second, drop the rest (the next session resumes from the
+        topic's tail) and destroy the producer now: its delivery callbacks hold this session, a cycle the
+        garbage collector cannot see into, so a dropped producer would live on and keep reconnecting."""
         self.producer.flush(1.0)
+        self.producer.purge()
+        self.producer.close()
 
 
 def ensure_topic(config: PublisherConfig) -> None:
@@ -346,11 +352,12 @@ def read_tail(config: PublisherConfig, timeout_s: float = 30.0) -> TopicTail:
     if not value:
         raise PublishError(f"the last message of {config.topic} has no value: is it really the metadata topic?")
     header = read_header(value, 0, config.topic, verify_crc=False)
-    snapshot = snapshot_of(message.key())
+    key = message.key() or b""
+    snapshot = snapshot_of(key)
     if snapshot is not None:
         closed = ends_snapshot(decode_batch(value, config.topic))
         return TopicTail(snapshot.end_offset, cut_snapshot=None if closed else snapshot)
-    if len(message.key() or b"") != LOG_KEY.size or decode_key(message.key()) != header.base_offset:
+    if len(key) != LOG_KEY.size or decode_key(key) != header.base_offset:
         raise PublishError(f"the last message of {config.topic} has a key that is not its batch's base offset")
     return TopicTail(header.last_offset + 1, last_batch=value)
 
