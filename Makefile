@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(BIN)/python
 
-.PHONY: run test lint typecheck bench clean install
+.PHONY: run test lint typecheck bench clean install pyfiles
 
 install: $(STAMP)
 
@@ -32,6 +32,11 @@ test: $(STAMP) typecheck
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The project's packages for a Spark cluster's executors: spark-submit --py-files build/kraftlake-pyfiles.zip
+# (README, "Running on a cluster").
+pyfiles: $(STAMP)
+	$(BIN)/python -m jobs.pyfiles build/kraftlake-pyfiles.zip
 
 run: $(STAMP)
 	$(BIN)/kraftlake demo

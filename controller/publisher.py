@@ -1,7 +1,8 @@
 """The publisher: on the active controller, every committed Raft batch goes to a Kafka topic, in order.
 
 One Kafka message per batch: value = the batch's RecordBatch v2 bytes exactly as the log holds them, key =
-its base offset as an 8-byte big-endian int64. The topic has one partition and unlimited retention.
+its base offset as an 8-byte big-endian int64 (`records.topic` defines the format, snapshots included). The
+topic has one partition and unlimited retention.
 
 Guarantees, and how they are kept:
 - Only committed batches: the publisher reads `read_committed` of the log, never the controller's writes.
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import struct
 import threading
 import time
 from collections import deque
@@ -41,23 +41,15 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from controller.metadata_log import LeaderAndEpoch, MetadataLog
-from records import RecordBatch, SnapshotId
+from records import RecordBatch, SnapshotId, decode_batch
 from records.batch import read_header
+from records.topic import LOG_KEY, decode_key, encode_key, ends_snapshot, snapshot_of
 from settings import DEFAULT_TOPIC
 
 log = logging.getLogger(__name__)
 
-KEY = struct.Struct(">q")
 _REMEMBERED_DELIVERIES = 100_000  # far more than a broker can lose in its last second
 STANDBY_READ_TIMEOUT_S = 5.0
-
-
-def encode_key(base_offset: int) -> bytes:
-    return KEY.pack(base_offset)
-
-
-def decode_key(key: bytes) -> int:
-    return KEY.unpack(key)[0]
 
 
 class PublishError(Exception):
@@ -187,7 +179,7 @@ class MetadataPublisher:
             self._resend_from = None
         self.sessions += 1
         log.info("publisher: session %d resumes at offset %d", self.sessions, next_offset)
-        session = _ProducerSession(self.config)
+        session = ProducerSession(self.config)
         try:
             while self._active and not self._closed:
                 self._wakeup.clear()
@@ -218,7 +210,7 @@ class MetadataPublisher:
             ) from None
 
 
-class _ProducerSession:
+class ProducerSession:
     """An idempotent producer and the checks that its deliveries left no hole in the topic."""
 
     def __init__(self, config: PublisherConfig) -> None:
@@ -241,13 +233,14 @@ class _ProducerSession:
         self._acknowledged: dict[int, int] = {}  # Kafka offset -> base offset, this session
         self._last_kafka_offset: int | None = None
 
-    def produce(self, base_offset: int, last_offset: int, raw: bytes) -> None:
+    def produce(self, base_offset: int, last_offset: int, raw: bytes, key: bytes | None = None) -> None:
+        """Send one batch; `key` defaults to the log batch key (a snapshot's batches pass theirs)."""
         self._raise_if_failed()
         while True:
             try:
                 self.producer.produce(
-                    self.config.topic, key=encode_key(base_offset), value=raw, partition=0,
-                    on_delivery=functools.partial(self._delivered, last_offset=last_offset),
+                    self.config.topic, key=encode_key(base_offset) if key is None else key, value=raw, partition=0,
+                    on_delivery=functools.partial(self._delivered, base_offset=base_offset, last_offset=last_offset),
                 )
                 break
             except BufferError:
@@ -256,13 +249,13 @@ class _ProducerSession:
         self.in_flight += 1
         self.producer.poll(0)
 
-    def _delivered(self, error: KafkaError | None, message: Message, *, last_offset: int) -> None:
+    def _delivered(self, error: KafkaError | None, message: Message, *, base_offset: int, last_offset: int) -> None:
         self.in_flight -= 1
         if error is not None:
             self.error = self.error or f"delivery failed: {error.str()}"
             return
-        kafka_offset, key = message.offset(), message.key()
-        assert kafka_offset is not None and key is not None  # set on every message delivered without error
+        kafka_offset = message.offset()
+        assert kafka_offset is not None  # set on every message delivered without error
         previous = self._last_kafka_offset
         if previous is not None and kafka_offset != previous + 1:
             self.error = self.error or (
@@ -272,7 +265,7 @@ class _ProducerSession:
             if kafka_offset <= previous:  # lost: our batch that had this Kafka offset must go out again
                 self.resend_from = self._acknowledged.get(kafka_offset, 0)
         self._last_kafka_offset = kafka_offset
-        self._acknowledged[kafka_offset] = decode_key(key)
+        self._acknowledged[kafka_offset] = base_offset
         if len(self._acknowledged) > _REMEMBERED_DELIVERIES:
             del self._acknowledged[next(iter(self._acknowledged))]
         if self.error is None:
@@ -340,16 +333,41 @@ def last_message(config: PublisherConfig, timeout_s: float = 30.0) -> Message | 
         consumer.close()
 
 
-def resume_offset(config: PublisherConfig, timeout_s: float = 30.0) -> int:
-    """The first offset not in the topic: after the batch of its last message, or 0 for an empty topic."""
+@dataclass(frozen=True)
+class TopicTail:
+    """How far the topic holds the log: the next offset it lacks, and what its last message was."""
+
+    next_offset: int
+    last_batch: bytes | None = None  # the last message's bytes when it is a log batch
+    cut_snapshot: SnapshotId | None = None  # a snapshot whose footer never reached the topic
+
+
+def read_tail(config: PublisherConfig, timeout_s: float = 30.0) -> TopicTail:
+    """The topic's tail from its last message: a log batch (key = its base offset) or a snapshot's batch
+    (`records.topic`, as `kraftlake publish` writes one first when a log no longer starts at 0)."""
     message = last_message(config, timeout_s)
     if message is None:
-        return 0
+        return TopicTail(0)
     value = message.value()
-    if value is None:
+    if not value:
         raise PublishError(f"the last message of {config.topic} has no value: is it really the metadata topic?")
     header = read_header(value, 0, config.topic, verify_crc=False)
-    if decode_key(message.key() or b"") != header.base_offset:
+    key = message.key() or b""
+    snapshot = snapshot_of(key)
+    if snapshot is not None:
+        closed = ends_snapshot(decode_batch(value, config.topic))
+        return TopicTail(snapshot.end_offset, cut_snapshot=None if closed else snapshot)
+    if len(key) != LOG_KEY.size or decode_key(key) != header.base_offset:
         raise PublishError(f"the last message of {config.topic} has a key that is not its batch's base offset")
-    return header.last_offset + 1
+    return TopicTail(header.last_offset + 1, last_batch=value)
 
+
+def resume_offset(config: PublisherConfig, timeout_s: float = 30.0) -> int:
+    """The first offset not in the topic: after its last batch or snapshot, or 0 for an empty topic."""
+    tail = read_tail(config, timeout_s)
+    if tail.cut_snapshot is not None:
+        raise PublishError(
+            f"{config.topic} ends inside snapshot {tail.cut_snapshot.file_name()}: only `kraftlake publish` of a "
+            "directory holding it can complete it"
+        )
+    return tail.next_offset

@@ -1,10 +1,14 @@
 """The streaming job: the metadata topic, replayed into Delta tables, one published image per micro-batch.
 
-    spark-submit jobs/materialize.py --bootstrap-servers HOST:PORT --topic T --warehouse W --checkpoint C
+    spark-submit jobs/materialize.py --bootstrap-servers HOST:PORT --topic T --warehouse URI --checkpoint C
+        [--storage-option KEY=VALUE …]
 
-Each Kafka message is one committed Raft batch (value: RecordBatch v2 bytes, key: base offset). In
-`foreachBatch` the driver decodes the micro-batch, orders it by metadata offset, drops batches it has
-already applied, replays the rest (transactions folded, across micro-batches too) and writes the image.
+Each Kafka message is one committed Raft batch (value: RecordBatch v2 bytes, key: base offset) or one batch
+of a snapshot (`records.topic`: `kraftlake publish` puts one first when a real cluster's log no longer starts
+at 0). In `foreachBatch` the driver decodes the micro-batch, orders its log batches by metadata offset, drops
+batches it has already applied, replays the rest (transactions folded, across micro-batches too) and writes
+the image; a snapshot is gathered until its footer arrives (across micro-batches too), then loaded as
+Kafka's loader loads one (everything it does not re-assert is removed) and published as such.
 The replay state lives in the driver between micro-batches; after a restart it is rebuilt by reading the
 topic up to where Spark resumes (the Delta sink skips everything already written), so a job SIGKILLed at
 any point and restarted ends with the same tables as one that never stopped.
@@ -17,18 +21,20 @@ import logging
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from jobs.kafka_source import RECEIVE_MAX_BYTES, SOURCE_NAME, KafkaSource
+from jobs.store_errors import describe_store_error
 from lake.gc_pause import paused_collector
 from lake.pipeline import MetadataPipeline
 from lake.warehouse import Warehouse
-from records import RecordBatch, decode_batch
+from records import RecordBatch, SnapshotId, decode_batch
 from records.errors import RecordFormatError
+from records.topic import ends_snapshot, snapshot_of, starts_snapshot
 from replay.errors import ReplayError
 
 REBUILD_TIMEOUT_S = 30.0
@@ -39,16 +45,31 @@ log = logging.getLogger(__name__)
 class MaterializeConfig:
     bootstrap_servers: str
     topic: str
-    warehouse: str  # a local path or an object-store URI
+    warehouse: str  # a local path or an object-store URI (s3://bucket/prefix)
     checkpoint: Path
     trigger_seconds: float = 1.0
     available_now: bool = False
     max_offsets_per_trigger: int | None = None
     idle_publish_seconds: float = 0.0  # hold offset-only images this long (see lake.pipeline); 0: never
+    storage_options: tuple[tuple[str, str], ...] = ()  # for the warehouse; delta-rs reads AWS_* besides
 
 
 class MaterializeError(Exception):
     """A bad batch or record in the topic: the job stops with what and where, nothing past it published."""
+
+
+class TopicMessage(NamedTuple):
+    kafka_offset: int
+    key: bytes | None
+    value: bytes
+
+
+@dataclass
+class PendingSnapshot:
+    """A snapshot's batches read so far: it loads once its footer arrives."""
+
+    snapshot: SnapshotId
+    batches: list[RecordBatch] = field(default_factory=list)
 
 
 def decode_messages(topic: str, messages: Iterable[tuple[int, bytes]]) -> list[RecordBatch]:
@@ -69,22 +90,23 @@ class MicroBatchWriter:
         self.config = config
         self.pipeline: MetadataPipeline | None = None
         self.failure: str | None = None
+        self.pending_snapshot: PendingSnapshot | None = None
 
     def __call__(self, frame: Any, batch_id: int) -> None:
         self.write(collect_messages(frame))
 
-    def write(self, messages: list[tuple[int, bytes]]) -> None:
-        """Replay one micro-batch's (Kafka offset, value) pairs, in Kafka offset order, and publish."""
+    def write(self, messages: list[TopicMessage]) -> None:
+        """Replay one micro-batch's messages, in Kafka offset order, and publish."""
         with paused_collector():
             self._write(messages)
 
-    def _write(self, messages: list[tuple[int, bytes]]) -> None:
+    def _write(self, messages: list[TopicMessage]) -> None:
         try:
             if self.pipeline is None:
                 if not messages:
                     return
                 self.pipeline = MetadataPipeline(
-                    Warehouse(self.config.warehouse),
+                    open_warehouse(self.config.warehouse, self.config.storage_options),
                     hold_gaps=True,
                     idle_publish_ms=int(self.config.idle_publish_seconds * 1000),
                 )
@@ -93,11 +115,22 @@ class MicroBatchWriter:
         except (MaterializeError, ReplayError) as error:
             self.failure = str(error)
             raise
+        except OSError as error:  # the store refused or could not be reached: nothing past this was published
+            self.failure = f"warehouse {self.config.warehouse}: {describe_store_error(error)}"
+            raise
 
-    def _apply(self, pipeline: MetadataPipeline, messages: list[tuple[int, bytes]]) -> None:
+    def _apply(self, pipeline: MetadataPipeline, messages: list[TopicMessage]) -> None:
         """Load the messages' batches (already applied ones are dropped), then write what became visible."""
-        for batch in decode_messages(self.config.topic, messages):
-            pipeline.load(batch, source=f"topic {self.config.topic}")
+        run: list[TopicMessage] = []  # log batches since the last snapshot batch
+        for message in messages:
+            snapshot = snapshot_of(message.key)
+            if snapshot is None:
+                run.append(message)
+                continue
+            self._load_log(pipeline, run)
+            run = []
+            self._add_snapshot_batch(pipeline, snapshot, message)
+        self._load_log(pipeline, run)
         pipeline.commit()
         if pipeline.held:
             log.warning(
@@ -110,9 +143,36 @@ class MicroBatchWriter:
             with paused_collector():
                 self.pipeline.flush()
 
+    def _load_log(self, pipeline: MetadataPipeline, run: list[TopicMessage]) -> None:
+        if not run:
+            return
+        if self.pending_snapshot is not None:  # its publisher stopped half-way, then went on with the log
+            log.warning("snapshot %s: its footer never came; dropped", self.pending_snapshot.snapshot.file_name())
+            self.pending_snapshot = None
+        for batch in decode_messages(self.config.topic, [(message.kafka_offset, message.value) for message in run]):
+            pipeline.load(batch, source=f"topic {self.config.topic}")
+
+    def _add_snapshot_batch(self, pipeline: MetadataPipeline, snapshot: SnapshotId, message: TopicMessage) -> None:
+        """Gather a snapshot's batches; at its footer, load it unless the log loaded is already past it."""
+        where = f"topic {self.config.topic} message at Kafka offset {message.kafka_offset}"
+        batch = decode_messages(self.config.topic, [(message.kafka_offset, message.value)])[0]
+        if starts_snapshot(batch):
+            self.pending_snapshot = PendingSnapshot(snapshot)  # a snapshot cut short before is dropped
+        elif self.pending_snapshot is None or self.pending_snapshot.snapshot != snapshot:
+            raise MaterializeError(f"{where}: a batch of snapshot {snapshot.file_name()} without its header")
+        pending = self.pending_snapshot
+        pending.batches.append(batch)
+        if not ends_snapshot(batch):
+            return
+        self.pending_snapshot = None
+        if snapshot.end_offset - 1 > pipeline.loaded_offset:
+            pipeline.commit()  # what the log made visible before the snapshot gets its own image
+            source = f"topic {self.config.topic} snapshot {snapshot.file_name()}"
+            pipeline.load_snapshot(pending.batches, snapshot, source)
+
     def _catch_up(self, pipeline: MetadataPipeline, before_kafka_offset: int) -> None:
         """Replay what earlier runs of the job consumed (Kafka offsets before `before_kafka_offset`)."""
-        chunk: list[tuple[int, bytes]] = []
+        chunk: list[TopicMessage] = []
         for message in read_topic(self.config, before_kafka_offset):
             chunk.append(message)
             if len(chunk) >= 10_000:
@@ -121,14 +181,19 @@ class MicroBatchWriter:
         self._apply(pipeline, chunk)
 
 
-def collect_messages(frame: Any) -> list[tuple[int, bytes]]:
-    """A micro-batch's (Kafka offset, value) pairs, brought to the driver, in Kafka offset order."""
-    table = frame.select("offset", "value").toArrow().sort_by("offset")
-    return list(zip(table.column("offset").to_pylist(), table.column("value").to_pylist(), strict=True))
+def open_warehouse(uri: str, storage_options: tuple[tuple[str, str], ...]) -> Warehouse:
+    return Warehouse(uri, dict(storage_options))
 
 
-def read_topic(config: MaterializeConfig, end_kafka_offset: int) -> Iterator[tuple[int, bytes]]:
-    """(Kafka offset, value) of partition 0 from the start up to `end_kafka_offset` (exclusive)."""
+def collect_messages(frame: Any) -> list[TopicMessage]:
+    """A micro-batch's messages, brought to the driver, in Kafka offset order."""
+    table = frame.select("offset", "key", "value").toArrow().sort_by("offset")
+    columns = (table.column(name).to_pylist() for name in ("offset", "key", "value"))
+    return [TopicMessage(*row) for row in zip(*columns, strict=True)]
+
+
+def read_topic(config: MaterializeConfig, end_kafka_offset: int) -> Iterator[TopicMessage]:
+    """The messages of partition 0 from the start up to `end_kafka_offset` (exclusive)."""
     if end_kafka_offset <= 0:
         return
     consumer = Consumer({
@@ -154,7 +219,7 @@ def read_topic(config: MaterializeConfig, end_kafka_offset: int) -> Iterator[tup
                 raise MaterializeError(f"rebuilding state from {config.bootstrap_servers}: {message.error()}")
             position = message.offset() + 1
             if message.offset() < end_kafka_offset:
-                yield message.offset(), message.value()
+                yield TopicMessage(message.offset(), message.key(), message.value())
     finally:
         consumer.close()
 
@@ -178,22 +243,30 @@ def start_query(spark: Any, config: MaterializeConfig, writer: MicroBatchWriter)
 
 
 def local_spark(app_name: str = "kraftlake-materialize") -> Any:
-    """A local SparkSession whose Python workers run this interpreter (the venv's). Quiet: the job reports
-    its own failures in one line ($KRAFTLAKE_SPARK_LOG_LEVEL=WARN shows Spark's log again)."""
+    """The job's SparkSession, under the master spark-submit set (`--master`, spark-defaults.conf); run as a
+    plain Python program, a local one ($KRAFTLAKE_SPARK_MASTER, default local[2]) whose Python workers run
+    this interpreter (the venv's). Quiet: the job reports its own failures in one line
+    ($KRAFTLAKE_SPARK_LOG_LEVEL=WARN shows Spark's log again)."""
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = (
+    builder = (
         SparkSession.builder.appName(app_name)
-        .master(os.environ.get("KRAFTLAKE_SPARK_MASTER", "local[2]"))
-        .config("spark.pyspark.python", sys.executable)
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.log.level", os.environ.get("KRAFTLAKE_SPARK_LOG_LEVEL", "FATAL"))
-        .getOrCreate()
     )
-    return session
+    if not launched_with_master():
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        builder = builder.master(os.environ.get("KRAFTLAKE_SPARK_MASTER", "local[2]"))
+        builder = builder.config("spark.pyspark.python", sys.executable)
+    return builder.getOrCreate()
+
+
+def launched_with_master() -> bool:
+    """True under spark-submit (it hands its JVM to Python through PYSPARK_GATEWAY_PORT, with the master the
+    user chose or its own default) or when $PYSPARK_SUBMIT_ARGS names one: then the job must not pick one."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ or "--master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
 
 
 def run(config: MaterializeConfig, spark: Any | None = None) -> None:
@@ -228,8 +301,17 @@ def parse_args(argv: list[str] | None) -> MaterializeConfig:
     parser.add_argument("--max-offsets-per-trigger", type=int)
     parser.add_argument("--idle-publish-seconds", type=float, default=10.0,
                         help="an image that only moves offsets waits up to this long (0: publish every trigger)")
+    parser.add_argument("--storage-option", dest="storage_options", action="append", type=storage_option,
+                        default=[], metavar="KEY=VALUE", help="a delta-rs storage option for the warehouse")
     args = parser.parse_args(argv)
-    return MaterializeConfig(**vars(args))
+    return MaterializeConfig(**{**vars(args), "storage_options": tuple(args.storage_options)})
+
+
+def storage_option(pair: str) -> tuple[str, str]:
+    key, separator, value = pair.partition("=")
+    if not separator or not key.strip():
+        raise argparse.ArgumentTypeError(f"{pair!r}: expected KEY=VALUE")
+    return key.strip(), value
 
 
 def main(argv: list[str] | None = None) -> int:

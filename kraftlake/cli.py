@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kraftlake.commands.analytics",
     "kraftlake.commands.quorum",
     "kraftlake.commands.materialize",
+    "kraftlake.commands.publish",
     "kraftlake.commands.demo",
     "kraftlake.commands.admin",
     "kraftlake.commands.simulate",

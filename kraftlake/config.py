@@ -4,7 +4,10 @@ The configuration files themselves are defined and read by the `settings` packag
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kraftlake.broker import default_data_dir, running_broker
 from kraftlake.errors import UserFacingError
@@ -31,3 +34,43 @@ def resolve_bootstrap(explicit: str | None, data_dir: Path | None = None) -> str
         f"HOST:PORT, set {BOOTSTRAP_ENV}, or start the local one with `kraftlake broker start`"
     )
 
+
+
+@dataclass(frozen=True)
+class WarehouseLocation:
+    """A warehouse URI (a local path, `s3://bucket/prefix`, or any URI delta-rs takes) and the storage options
+    given for it. Options not given here come from the environment as delta-rs reads it (`AWS_*`)."""
+
+    uri: str
+    storage_options: Mapping[str, str]
+
+
+def add_warehouse_arguments(parser: Any) -> None:
+    """`--warehouse URI` and `--storage-option KEY=VALUE` (repeatable), the same on every command."""
+    parser.add_argument("--warehouse", metavar="URI",
+                        help="a local path or an object-store URI such as s3://bucket/prefix "
+                             "(default: [materialize] warehouse in the config, else ./warehouse)")
+    parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a delta-rs storage option (e.g. AWS_ENDPOINT_URL=http://…), over [warehouse] "
+                             "storage_options in the config and the AWS_* environment")
+
+
+def parse_storage_options(pairs: Iterable[str]) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, separator, value = pair.partition("=")
+        if not separator or not key.strip():
+            raise UserFacingError(f"--storage-option {pair!r}: expected KEY=VALUE")
+        options[key.strip()] = value
+    return options
+
+
+def resolve_warehouse(
+    uri: str | None, option_pairs: Iterable[str] = (), config_path: Path | None = None
+) -> WarehouseLocation:
+    """The flag, else `[materialize] warehouse`; options: `[warehouse] storage_options`, overridden by flags."""
+    from settings import load_kraftlake
+
+    settings = load_kraftlake(config_path)
+    options = {**settings.warehouse.storage_options, **parse_storage_options(option_pairs)}
+    return WarehouseLocation(str(uri or settings.materialize.warehouse), options)

@@ -95,7 +95,7 @@ class Demo:
         from lake.warehouse import Warehouse
 
         config = MaterializeConfig(
-            self.broker.bootstrap_servers, cluster.topic, self.warehouse, self.checkpoint,
+            self.broker.bootstrap_servers, cluster.topic, str(self.warehouse), self.checkpoint,
             available_now=True, max_offsets_per_trigger=100,
         )
         spark = local_spark()
@@ -104,7 +104,7 @@ class Demo:
         self.say(report(spark, Warehouse(self.warehouse)))
         page = write_report(spark, Warehouse(self.warehouse), self.repo / "run" / "report.html")
         self.say(f"\nthe HTML report (open it in a browser): {page}")
-        counts = transaction_markers(value for _, value in read_topic(config, cluster.topic_end()))
+        counts = transaction_markers(message.value for message in read_topic(config, cluster.topic_end()))
         self.say(
             f"\nmetadata transactions in the log: {counts['begun']} begun, {counts['committed']} committed, "
             f"{counts['aborted']} aborted (aborted records are never visible)"

@@ -1,5 +1,5 @@
-"""`conf/kraftlake.toml`: the defaults of the CLI and the streaming job ([kafka], [materialize]); every value
-can be overridden by a flag of the same name."""
+"""`conf/kraftlake.toml`: the defaults of the CLI and the streaming job ([kafka], [materialize],
+[warehouse]); every value can be overridden by a flag of the same name."""
 
 from __future__ import annotations
 
@@ -24,11 +24,18 @@ class KafkaSettings(BaseModel):
 class MaterializeSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    warehouse: str = "warehouse"  # a local path or an object-store URI
+    warehouse: str = "warehouse"  # a local path or an object-store URI (s3://bucket/prefix), kept as given
     checkpoint: Path = Path("checkpoints/materialize")
     trigger_seconds: float = 1.0
     max_offsets_per_trigger: int = 0  # 0: no per-trigger limit
     idle_publish_seconds: float = 10.0  # an offset-only image waits up to this long (see lake.pipeline)
+
+
+class WarehouseSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # delta-rs storage options for the warehouse; delta-rs reads the AWS_* environment for any not given
+    storage_options: dict[str, str] = {}
 
 
 class KraftlakeSettings(BaseModel):
@@ -36,6 +43,7 @@ class KraftlakeSettings(BaseModel):
 
     kafka: KafkaSettings = KafkaSettings()
     materialize: MaterializeSettings = MaterializeSettings()
+    warehouse: WarehouseSettings = WarehouseSettings()
 
 
 def load_kraftlake(path: Path | None = None) -> KraftlakeSettings:

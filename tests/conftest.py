@@ -4,7 +4,10 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins: list[str] = ["tests.fixtures.broker", "tests.fixtures.spark", "tests.fixtures.browser"]
+pytest_plugins: list[str] = [
+    "tests.fixtures.broker", "tests.fixtures.spark", "tests.fixtures.browser", "tests.fixtures.s3",
+    "tests.fixtures.spark_cluster",
+]
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "kafka-samples"
 

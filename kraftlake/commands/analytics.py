@@ -9,7 +9,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from kraftlake.commands.warehouse import DEFAULT_WAREHOUSE, parse_time
+from kraftlake.commands.warehouse import open_warehouse, parse_time
+from kraftlake.config import add_warehouse_arguments
 from kraftlake.errors import UserFacingError
 
 
@@ -17,7 +18,7 @@ def register(subparsers: Any) -> None:
     from analytics.summaries import SUMMARIES
 
     sql = subparsers.add_parser("sql", help="Spark SQL over every table of a warehouse (and the summary views)")
-    sql.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE)
+    add_warehouse_arguments(sql)
     at = sql.add_mutually_exclusive_group()
     at.add_argument("--at-offset", type=int, metavar="N", help="sub-image tables as of this offset")
     at.add_argument("--at-time", metavar="T", help="sub-image tables as of this time (epoch ms or ISO-8601)")
@@ -28,12 +29,12 @@ def register(subparsers: Any) -> None:
     summary = subparsers.add_parser("summary", help="one named summary (see the list below)", epilog="; ".join(
         f"{name}: {s.description}" for name, s in SUMMARIES.items() if not s.description.startswith("helper")))
     summary.add_argument("name", choices=[n for n, s in SUMMARIES.items() if not s.description.startswith("helper")])
-    summary.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE)
+    add_warehouse_arguments(summary)
     summary.add_argument("--json", action="store_true")
     summary.set_defaults(handler=run_summary)
 
     report = subparsers.add_parser("report", help="one self-contained HTML page of a warehouse's history")
-    report.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE)
+    add_warehouse_arguments(report)
     report.add_argument("--out", type=Path, default=Path("report.html"))
     report.add_argument("--from", dest="from_", metavar="OFFSET|TIME")
     report.add_argument("--to", metavar="OFFSET|TIME")
@@ -44,12 +45,11 @@ def _session_with_views(args: argparse.Namespace, at_offset: int | None = None, 
     from analytics.views import register_views
     from jobs.materialize import local_spark
     from lake.time_travel import TimeTravelError
-    from lake.warehouse import Warehouse
 
     spark = local_spark("kraftlake-sql")
     spark.conf.set("spark.sql.session.timeZone", "UTC")  # times print as the ISO-8601 UTC the CLI takes
     try:
-        register_views(spark, Warehouse(args.warehouse), at_offset, None if at_time is None else parse_time(at_time))
+        register_views(spark, open_warehouse(args), at_offset, None if at_time is None else parse_time(at_time))
     except TimeTravelError as error:
         raise UserFacingError(str(error)) from None
     return spark
@@ -93,9 +93,8 @@ def run_summary(args: argparse.Namespace) -> int:
 def run_report(args: argparse.Namespace) -> int:
     from analytics.report import write_report
     from kraftlake.commands.history import offset_or_time
-    from lake.warehouse import Warehouse
 
-    warehouse = Warehouse(args.warehouse)
+    warehouse = open_warehouse(args)
     spark = _session_with_views(args)
     path = write_report(spark, warehouse, args.out, offset_or_time(warehouse, args.from_),
                         offset_or_time(warehouse, args.to))

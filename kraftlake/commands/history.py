@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from kraftlake.commands.warehouse import DEFAULT_WAREHOUSE, parse_time
+from kraftlake.commands.warehouse import open_warehouse, parse_time
+from kraftlake.config import add_warehouse_arguments
 from kraftlake.errors import UserFacingError
 
 KEY_FORMS = (
@@ -20,7 +20,7 @@ KEY_FORMS = (
 def register(subparsers: Any) -> None:
     history = subparsers.add_parser("history", help="every version of one row, in offset order",
                                     epilog=f"keys: {KEY_FORMS}")
-    history.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE)
+    add_warehouse_arguments(history)
     history.add_argument("--table", required=True, help="a sub-image table: brokers, partitions, topics, configs, …")
     history.add_argument("--key", required=True, help="the row as users name it (see below)")
     history.add_argument("--from", dest="from_", metavar="OFFSET|TIME", help="only versions after this")
@@ -47,9 +47,8 @@ def iso_time(time_ms: int) -> str:
 def run_history(args: argparse.Namespace) -> int:
     from lake.history import UnknownKeyError, key_history
     from lake.time_travel import TimeTravelError
-    from lake.warehouse import Warehouse
 
-    warehouse = Warehouse(args.warehouse)
+    warehouse = open_warehouse(args)
     try:
         versions = key_history(
             warehouse, args.table, args.key, offset_or_time(warehouse, args.from_), offset_or_time(warehouse, args.to)

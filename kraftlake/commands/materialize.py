@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kraftlake.config import resolve_bootstrap
+from kraftlake.config import add_warehouse_arguments, resolve_bootstrap, resolve_warehouse
 from kraftlake.errors import UserFacingError
 from settings import load_kraftlake
 
@@ -17,7 +17,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     parser.add_argument("--bootstrap-servers", help="Kafka to read (default: [kafka] or the local broker)")
     parser.add_argument("--topic")
-    parser.add_argument("--warehouse", help="a local path or an object-store URI")
+    add_warehouse_arguments(parser)
     parser.add_argument("--checkpoint", type=Path)
     parser.add_argument("--trigger-seconds", type=float)
     parser.add_argument("--max-offsets-per-trigger", type=int)
@@ -40,10 +40,12 @@ def config_from(args: argparse.Namespace) -> Any:
     trigger = pick(args.trigger_seconds, job.trigger_seconds)
     if trigger <= 0:
         raise UserFacingError("trigger_seconds must be positive")
+    location = resolve_warehouse(args.warehouse, args.storage_option, args.config)
     return MaterializeConfig(
         bootstrap_servers=bootstrap,
         topic=pick(args.topic, kafka.topic),
-        warehouse=pick(args.warehouse, job.warehouse),
+        warehouse=location.uri,
+        storage_options=tuple(location.storage_options.items()),
         checkpoint=pick(args.checkpoint, job.checkpoint),
         trigger_seconds=trigger,
         available_now=args.available_now,

@@ -7,36 +7,39 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kraftlake.config import add_warehouse_arguments, resolve_warehouse
 from kraftlake.errors import UserFacingError
 from records.errors import RecordFormatError
 from replay.errors import ReplayError
-
-DEFAULT_WAREHOUSE = "warehouse"
 
 
 def register(subparsers: Any) -> None:
     ingest = subparsers.add_parser("ingest", help="build a warehouse from a __cluster_metadata-0 directory")
     ingest.add_argument("directory", type=Path, help="a __cluster_metadata-0 directory or the log dir holding it")
-    ingest.add_argument("--warehouse", default=DEFAULT_WAREHOUSE, help="a local path or an object-store URI")
+    add_warehouse_arguments(ingest)
     ingest.add_argument("--image-every", type=int, default=1000, metavar="OFFSETS",
                         help="publish an image every this many offsets (every offset stays exact)")
+    ingest.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     ingest.set_defaults(handler=run_ingest)
 
     image = subparsers.add_parser("image", help="the metadata image at an offset or a time, from a warehouse")
-    image.add_argument("--warehouse", default=DEFAULT_WAREHOUSE, help="a local path or an object-store URI")
+    add_warehouse_arguments(image)
     at = image.add_mutually_exclusive_group(required=True)
     at.add_argument("--at-offset", type=int, metavar="N")
     at.add_argument("--at-time", metavar="T", help="epoch milliseconds or an ISO-8601 time (UTC if no zone)")
     image.add_argument("--table", help="print this table's rows as JSON lines")
     image.add_argument("--json", action="store_true", help="print the canonical image JSON")
+    image.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     image.set_defaults(handler=run_image)
 
     changes = subparsers.add_parser("changes", help="what changed between two offsets or times, per table")
-    changes.add_argument("--warehouse", default=DEFAULT_WAREHOUSE, help="a local path or an object-store URI")
+    add_warehouse_arguments(changes)
     start = changes.add_mutually_exclusive_group(required=True)
     start.add_argument("--from", dest="from_offset", type=int, metavar="A")
     start.add_argument("--from-time", metavar="T", help="epoch milliseconds or an ISO-8601 time (UTC if no zone)")
@@ -44,30 +47,50 @@ def register(subparsers: Any) -> None:
     end.add_argument("--to", dest="to_offset", type=int, metavar="B")
     end.add_argument("--to-time", metavar="T")
     changes.add_argument("--table", help="only this table")
+    changes.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     changes.set_defaults(handler=run_changes)
 
     maintain = subparsers.add_parser("maintain", help="compact, checkpoint and vacuum every table of a warehouse")
-    maintain.add_argument("--warehouse", default=DEFAULT_WAREHOUSE, help="a local path or an object-store URI")
+    add_warehouse_arguments(maintain)
+    maintain.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     maintain.add_argument("--retention-hours", type=int, metavar="H",
                           help="vacuum files removed more than H hours ago (default: the tables' 24 h; lower "
                                "only when no read runs that long)")
     maintain.set_defaults(handler=run_maintain)
 
 
+def open_warehouse(args: argparse.Namespace) -> Any:
+    """The warehouse the flags and the config name."""
+    from lake.warehouse import Warehouse
+
+    location = resolve_warehouse(args.warehouse, args.storage_option, getattr(args, "config", None))
+    return Warehouse(location.uri, location.storage_options)
+
+
+@contextmanager
+def store_errors(uri: str) -> Iterator[None]:
+    """An unreachable store, a missing bucket or refused credentials: one line naming the warehouse URI."""
+    from jobs.store_errors import describe_store_error
+
+    try:
+        yield
+    except OSError as error:
+        raise UserFacingError(f"warehouse {uri}: {describe_store_error(error)}") from None
+
+
 def run_ingest(args: argparse.Namespace) -> int:
     from lake.ingest import ingest, terminal_progress
-    from lake.warehouse import Warehouse
 
     if not args.directory.is_dir():
         raise UserFacingError(f"{args.directory}: not a directory")
+    warehouse = open_warehouse(args)
     try:
-        result = ingest(
-            args.directory, Warehouse(args.warehouse), image_every=args.image_every, progress=terminal_progress()
-        )
+        with store_errors(warehouse.uri):
+            result = ingest(args.directory, warehouse, image_every=args.image_every, progress=terminal_progress())
     except (RecordFormatError, ReplayError) as error:
         raise UserFacingError(f"{error} (nothing past the last good image was published; fix and rerun)") from None
     print(
-        f"ingested offsets {result.first_offset}..{result.last_offset} into {args.warehouse}: "
+        f"ingested offsets {result.first_offset}..{result.last_offset} into {warehouse.uri}: "
         f"{result.images_published} images published"
     )
     return 0
@@ -88,14 +111,14 @@ def parse_time(text: str) -> int:
 
 def run_image(args: argparse.Namespace) -> int:
     from lake.time_travel import TimeTravelError, image_at_offset, image_at_time
-    from lake.warehouse import Warehouse
 
-    warehouse = Warehouse(args.warehouse)
+    warehouse = open_warehouse(args)
     try:
-        if args.at_offset is not None:
-            image = image_at_offset(warehouse, args.at_offset)
-        else:
-            image = image_at_time(warehouse, parse_time(args.at_time))
+        with store_errors(warehouse.uri):
+            if args.at_offset is not None:
+                image = image_at_offset(warehouse, args.at_offset)
+            else:
+                image = image_at_time(warehouse, parse_time(args.at_time))
     except TimeTravelError as error:
         raise UserFacingError(str(error)) from None
     if args.json:
@@ -117,9 +140,8 @@ def run_changes(args: argparse.Namespace) -> int:
     """One JSON line per changed row: inserts and deletes with the row, updates with `before` → `after`."""
     from lake.history import offset_at_time, previous_versions
     from lake.time_travel import TimeTravelError, changes_between
-    from lake.warehouse import Warehouse
 
-    warehouse = Warehouse(args.warehouse)
+    warehouse = open_warehouse(args)
     if args.from_time is not None:
         args.from_offset = offset_at_time(warehouse, parse_time(args.from_time))
     if args.to_time is not None:
@@ -127,12 +149,13 @@ def run_changes(args: argparse.Namespace) -> int:
     if args.to_offset < args.from_offset:
         raise UserFacingError(f"the end (offset {args.to_offset}) is before the start (offset {args.from_offset})")
     try:
-        changes = changes_between(warehouse, args.from_offset, args.to_offset)
-        for name, table in changes.items():
-            if (args.table and name != args.table) or not table.num_rows:
-                continue
-            for line in previous_versions(warehouse, name, table):
-                print(json.dumps({"table": name, **line}, sort_keys=True))
+        with store_errors(warehouse.uri):
+            changes = changes_between(warehouse, args.from_offset, args.to_offset)
+            for name, table in changes.items():
+                if (args.table and name != args.table) or not table.num_rows:
+                    continue
+                for line in previous_versions(warehouse, name, table):
+                    print(json.dumps({"table": name, **line}, sort_keys=True))
     except TimeTravelError as error:
         raise UserFacingError(str(error)) from None
     return 0
@@ -140,9 +163,8 @@ def run_changes(args: argparse.Namespace) -> int:
 
 def run_maintain(args: argparse.Namespace) -> int:
     from lake.maintenance import TableReport, maintain
-    from lake.warehouse import Warehouse
 
-    warehouse = Warehouse(args.warehouse)
+    warehouse = open_warehouse(args)
     if not warehouse.exists():
         raise UserFacingError(f"{warehouse.uri} is not a kraftlake warehouse (no images table)")
 
@@ -150,5 +172,6 @@ def run_maintain(args: argparse.Namespace) -> int:
         before, after = report.files_before, report.files_after
         print(f"{report.table:<28} files {before:>5} -> {after:<5} vacuumed {report.vacuumed}")
 
-    maintain(warehouse, retention_hours=args.retention_hours, progress=show)
+    with store_errors(warehouse.uri):
+        maintain(warehouse, retention_hours=args.retention_hours, progress=show)
     return 0

@@ -1,0 +1,55 @@
+"""`kraftlake publish DIR --topic T`: a real cluster's metadata directory into the metadata topic, which the
+streaming job (`kraftlake materialize`, `spark-submit jobs/materialize.py`) then replays.
+
+Exactly once by offset: a rerun publishes only what the topic lacks (see `controller.log_dir_publisher`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from kraftlake.config import resolve_bootstrap
+from kraftlake.errors import UserFacingError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("publish", help="put a __cluster_metadata-0 directory into the metadata topic")
+    parser.add_argument("directory", type=Path, help="a __cluster_metadata-0 directory or the log dir holding it")
+    parser.add_argument("--topic", help="default: [kafka] topic in the config")
+    parser.add_argument("--bootstrap-servers", help="Kafka to write to (default: [kafka] or the local broker)")
+    parser.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from confluent_kafka import KafkaException
+
+    from controller.log_dir_publisher import LogDirPublishError, publish_log_dir
+    from controller.publisher import PublisherConfig, PublishError
+    from records.errors import RecordFormatError
+
+    if not args.directory.is_dir():
+        raise UserFacingError(f"{args.directory}: not a directory")
+    from settings import load_kraftlake
+
+    kafka = load_kraftlake(args.config).kafka
+    bootstrap = resolve_bootstrap(args.bootstrap_servers or kafka.bootstrap_servers or None)
+    config = PublisherConfig(bootstrap, topic=args.topic or kafka.topic)
+    try:
+        result = publish_log_dir(args.directory, config)
+    except RecordFormatError as error:
+        raise UserFacingError(f"{error} (nothing from there on was published; fix the file and rerun)") from None
+    except (LogDirPublishError, PublishError) as error:
+        raise UserFacingError(str(error)) from None
+    except KafkaException as error:
+        raise UserFacingError(f"Kafka at {bootstrap}, topic {config.topic}: {error.args[0].str()}") from None
+    parts = []
+    if result.snapshot is not None:
+        parts.append(f"snapshot {result.snapshot.file_name()}")
+    if result.first_offset is not None:
+        parts.append(f"log offsets {result.first_offset}..{result.last_offset}")
+    what = " and ".join(parts) if parts else "nothing new (the topic already holds this log)"
+    print(f"published {what} to topic {config.topic}: {result.messages} messages")
+    return 0

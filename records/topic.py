@@ -1,0 +1,50 @@
+"""The metadata topic's messages: one per batch, value = the RecordBatch v2 bytes exactly as the log or
+snapshot file holds them.
+
+The key says where the batch belongs:
+- a log batch: its base offset, an 8-byte big-endian int64;
+- a snapshot batch: the snapshot's id, 12 bytes (end offset as int64, epoch as int32, big-endian). A snapshot
+  goes into the topic as its file's batches in file order (they carry the snapshot's own offsets, from 0),
+  from the one holding the SnapshotHeaderRecord to the one holding the SnapshotFooterRecord; a reader loads
+  it whole, as Kafka's loader loads a snapshot, once the footer arrives.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from records.batch import RecordBatch
+from records.control_types import SnapshotFooterRecord, SnapshotHeaderRecord
+from records.files import SnapshotId
+
+LOG_KEY = struct.Struct(">q")
+SNAPSHOT_KEY = struct.Struct(">qi")
+
+
+def encode_key(base_offset: int) -> bytes:
+    return LOG_KEY.pack(base_offset)
+
+
+def decode_key(key: bytes) -> int:
+    return LOG_KEY.unpack(key)[0]
+
+
+def encode_snapshot_key(snapshot: SnapshotId) -> bytes:
+    return SNAPSHOT_KEY.pack(snapshot.end_offset, snapshot.epoch)
+
+
+def snapshot_of(key: bytes | None) -> SnapshotId | None:
+    """The snapshot a message's batch belongs to; None for a log batch."""
+    if key is None or len(key) != SNAPSHOT_KEY.size:
+        return None
+    return SnapshotId(*SNAPSHOT_KEY.unpack(key))
+
+
+def starts_snapshot(batch: RecordBatch) -> bool:
+    """The control batch that opens a snapshot file."""
+    return batch.is_control and any(isinstance(r.message, SnapshotHeaderRecord) for r in batch.records)
+
+
+def ends_snapshot(batch: RecordBatch) -> bool:
+    """The control batch that closes a snapshot file."""
+    return batch.is_control and any(isinstance(r.message, SnapshotFooterRecord) for r in batch.records)
