@@ -1,14 +1,15 @@
 """End to end, as users run it: a real sample put into the topic with `kraftlake publish`, the streaming job
 submitted to a Spark standalone cluster (`spark-submit --master spark://…`; its executors import the project
-from `--py-files` only) drains it, and `kraftlake image --json` equals `kraftlake replay --json` at a dense
-set of offsets. A worker SIGKILLed mid-stream is survived: the job waits, goes on when a worker returns,
-and the tables equal an uninterrupted run's. A snapshot-only sample goes the same way, and through
-`kraftlake ingest`."""
+from `--py-files` only) drains it into a warehouse on a real S3 server (SeaweedFS), and `kraftlake image
+--json` equals `kraftlake replay --json` at a dense set of offsets. A worker SIGKILLed mid-stream is
+survived: the job waits, goes on when a worker returns, and the tables equal an uninterrupted run's. A
+snapshot-only sample goes the same way, and through `kraftlake ingest`."""
 
 from __future__ import annotations
 
 import subprocess
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from kraftlake.cli import main
 from lake.warehouse import Warehouse
 from tests.fixtures.broker import create_topic
+from tests.fixtures.s3 import S3Store
 from tests.fixtures.spark_cluster import SparkCluster
 from tests.jobs.metadata_topic import drain
 from tests.lake.warehouse_state import warehouse_contents
@@ -46,11 +48,17 @@ def _cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     return capsys.readouterr().out
 
 
+def _option_flags(store: S3Store) -> list[str]:
+    return [flag for key, value in store.storage_options().items() for flag in ("--storage-option", f"{key}={value}")]
+
+
 def assert_image_equals_replay(
-    capsys: pytest.CaptureFixture[str], warehouse: str, directory: Path, offsets: list[int]
+    capsys: pytest.CaptureFixture[str], warehouse: str, directory: Path, offsets: list[int], store: S3Store
 ) -> None:
     for offset in offsets:
-        from_lake = _cli_json(capsys, "image", "--warehouse", warehouse, "--at-offset", str(offset), "--json")
+        from_lake = _cli_json(
+            capsys, "image", "--warehouse", warehouse, *_option_flags(store), "--at-offset", str(offset), "--json"
+        )
         from_log = _cli_json(capsys, "replay", str(directory), "--to-offset", str(offset), "--json")
         assert from_lake == from_log, f"{directory} at offset {offset}"
 
@@ -61,10 +69,12 @@ def _publish(bootstrap: str, directory: Path) -> str:
     return topic
 
 
-def _submit(cluster: SparkCluster, bootstrap: str, topic: str, warehouse: str, root: Path) -> subprocess.Popen:
+def _submit(
+    cluster: SparkCluster, bootstrap: str, topic: str, warehouse: str, root: Path, store: S3Store
+) -> subprocess.Popen:
     command = [
         *cluster.submit_args(), str(REPO / "jobs" / "materialize.py"),
-        "--bootstrap-servers", bootstrap, "--topic", topic, "--warehouse", warehouse,
+        "--bootstrap-servers", bootstrap, "--topic", topic, "--warehouse", warehouse, *_option_flags(store),
         "--checkpoint", str(root / "checkpoint"), "--available-now", "--max-offsets-per-trigger", str(MICRO_BATCH),
     ]
     with (root / "job.log").open("wb") as log:
@@ -72,13 +82,15 @@ def _submit(cluster: SparkCluster, bootstrap: str, topic: str, warehouse: str, r
 
 
 def test_the_job_on_a_cluster_survives_losing_its_worker(
-    kafka_broker, spark_cluster: SparkCluster, samples_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    kafka_broker, spark_cluster: SparkCluster, s3_store: S3Store, samples_dir: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     directory = samples_dir / SAMPLE
     topic = _publish(bootstrap, directory)
-    warehouse, checkpoint, log_path = tmp_path / "warehouse", tmp_path / "checkpoint", tmp_path / "job.log"
-    job = _submit(spark_cluster, bootstrap, topic, str(warehouse), tmp_path)
+    warehouse = s3_store.uri(f"cluster-{uuid.uuid4().hex[:8]}")
+    checkpoint, log_path = tmp_path / "checkpoint", tmp_path / "job.log"
+    job = _submit(spark_cluster, bootstrap, topic, warehouse, tmp_path, s3_store)
     try:
         _wait_for(lambda: _commits(checkpoint) >= 2 or job.poll() is not None,
                   "two micro-batches")
@@ -100,23 +112,26 @@ def test_the_job_on_a_cluster_survives_losing_its_worker(
 
     reference = tmp_path / "uninterrupted" / "warehouse"
     drain(bootstrap, topic, reference, micro_batch=MICRO_BATCH)
-    assert warehouse_contents(Warehouse(warehouse)) == warehouse_contents(Warehouse(reference))
-    assert_image_equals_replay(capsys, str(warehouse), directory, OFFSETS)
+    on_s3 = Warehouse(warehouse, s3_store.storage_options())
+    assert warehouse_contents(on_s3) == warehouse_contents(Warehouse(reference))
+    assert_image_equals_replay(capsys, warehouse, directory, OFFSETS, s3_store)
 
 
 def test_a_snapshot_only_sample_through_publish_and_through_ingest(
-    kafka_broker, spark_cluster: SparkCluster, samples_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    kafka_broker, spark_cluster: SparkCluster, s3_store: S3Store, samples_dir: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     directory = samples_dir / SNAPSHOT_ONLY
     topic = _publish(kafka_broker.bootstrap_servers, directory)
-    streamed = str(tmp_path / "streamed")
-    job = _submit(spark_cluster, kafka_broker.bootstrap_servers, topic, streamed, tmp_path)
+    streamed = s3_store.uri(f"streamed-{uuid.uuid4().hex[:8]}")
+    job = _submit(spark_cluster, kafka_broker.bootstrap_servers, topic, streamed, tmp_path, s3_store)
     assert job.wait(JOB_TIMEOUT_S) == 0, (tmp_path / "job.log").read_text()[-3000:]
-    ingested = str(tmp_path / "ingested")
-    assert main(["ingest", str(directory), "--warehouse", ingested]) == 0
+    ingested = s3_store.uri(f"ingested-{uuid.uuid4().hex[:8]}")
+    assert main(["ingest", str(directory), "--warehouse", ingested, *_option_flags(s3_store)]) == 0
     for warehouse in (streamed, ingested):
-        assert_image_equals_replay(capsys, warehouse, directory, [7604])
-        assert "before the history" in _refused(capsys, "image", "--warehouse", warehouse, "--at-offset", "7603")
+        assert_image_equals_replay(capsys, warehouse, directory, [7604], s3_store)
+        refused = _refused(capsys, "image", "--warehouse", warehouse, *_option_flags(s3_store), "--at-offset", "7603")
+        assert "before the history" in refused
 
 
 def _refused(capsys: pytest.CaptureFixture[str], *args: str) -> str:
