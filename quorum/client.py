@@ -204,6 +204,10 @@ class RaftClient:
         be encoded (`quorum.snapshots.encode_snapshot`) off the event loop."""
         return self.core.snapshot_id(end_offset)
 
+    def snapshot_quorum_records(self, end_offset: int) -> tuple[Any, ...]:
+        """The KRaftVersion + Voters records a snapshot ending at `end_offset` carries (`encode_snapshot`)."""
+        return self.core.snapshot_quorum_records(end_offset)
+
     def save_snapshot(self, snapshot: SnapshotRef, data: bytes) -> None:
         self.core.save_snapshot(snapshot, data)
         self._release_prefix()
@@ -224,14 +228,14 @@ class RaftClient:
         core = self.core
         view: dict[str, Any] = {
             "nodeId": self.node_id,
-            "role": core.role.value if core.config.is_voter else "Observer",
+            "role": core.role.value if core.is_voter else "Observer",
             "state": core.role.value,
             "leaderId": core.leader_id,
             "leaderEpoch": core.epoch,
             "highWatermark": core.high_watermark,
             "logStartOffset": core.log.start_offset,
             "logEndOffset": core.log.end_offset,
-            "voters": list(core.config.voters),
+            "voters": list(core.voters.ids),
         }
         if isinstance(core.state, Leader):
             end = core.log.end_offset

@@ -455,8 +455,17 @@ class RaftNode:
         """Write the state machine's (record, version) pairs as the snapshot of [0, end_offset). The log prefix
         it covers stays until `delete_log_prefix` (the driver decides when it may go)."""
         snapshot = self.snapshot_id(end_offset)
-        self.save_snapshot(snapshot, encode_snapshot(snapshot.epoch, records, timestamp_ms))
+        header = self.snapshot_quorum_records(end_offset)
+        self.save_snapshot(snapshot, encode_snapshot(snapshot.epoch, records, timestamp_ms, header))
         return snapshot
+
+    def snapshot_quorum_records(self, end_offset: int) -> tuple[Any, ...]:
+        """What a snapshot of [0, end_offset) carries in its header batch besides SnapshotHeader: the
+        kraft.version and voter set in force at its last offset (nothing under kraft.version 0)."""
+        level = self.voter_history.kraft_version_at(end_offset - 1)
+        if level < KRAFT_VERSION_DYNAMIC:
+            return ()
+        return (kraft_version_record(level), voters_record(self.voter_history.voters_at(end_offset - 1)))
 
     def save_snapshot(self, snapshot: SnapshotRef, data: bytes) -> None:
         """Keep an already encoded snapshot (from `snapshot_id` + `encode_snapshot`, e.g. encoded on another
@@ -579,11 +588,14 @@ class RaftNode:
 
     def _on_vote_request(self, now: float, source: int, request: VoteRequest) -> None:
         if not self.is_voter:
+            if self.voter_history.latest_offset >= 0:
+                # a removed voter (Kafka: INVALID_VOTER_KEY) answers no, so the nominee need not wait it out
+                self._send(source, VoteResponse(self.epoch, self.config.node_id, False, request.pre_vote,
+                                                self.leader_id))
             return
-        if request.candidate_id not in self.voters:
-            # KIP-853: a removed voter is fenced; its (pre-)votes are refused so it cannot force elections
-            self._send(source, VoteResponse(self.epoch, self.config.node_id, False, request.pre_vote, self.leader_id))
-            return
+        # The nominee is not checked against our voter set (ours may be stale, as in Kafka): a removed voter
+        # is fenced because it stops canvassing once its log says so, and before that its pre-votes fail
+        # against voters that still fetch from the leader (KIP-996).
         log_ok = self._log_is_at_least_as_up_to_date(request.last_epoch, request.end_offset)
         if request.pre_vote:
             granted = request.epoch >= self.epoch and self._can_grant_pre_vote(log_ok)

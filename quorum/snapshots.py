@@ -12,16 +12,21 @@ from records.control_types import SnapshotFooterRecord, SnapshotHeaderRecord
 RECORDS_PER_BATCH = 1000
 
 
-def encode_snapshot(epoch: int, records: Sequence[tuple[Any, int]], last_contained_timestamp_ms: int) -> bytes:
+def encode_snapshot(
+    epoch: int,
+    records: Sequence[tuple[Any, int]],
+    last_contained_timestamp_ms: int,
+    quorum_records: Sequence[Any] = (),
+) -> bytes:
     """The snapshot file of the state machine's (record, schema version) pairs: each record is written at the
-    version its writer chose (the image's metadata.version decides), not at its type's latest."""
-    header = make_batch(
-        0, epoch, last_contained_timestamp_ms,
-        [SnapshotHeaderRecord(version=0, last_contained_log_timestamp=last_contained_timestamp_ms)],
-        control=True,
-    )
+    version its writer chose (the image's metadata.version decides), not at its type's latest.
+    `quorum_records` (KRaftVersion + Voters under kraft.version 1) ride in the header batch, as in Kafka."""
+    header_records = [
+        SnapshotHeaderRecord(version=0, last_contained_log_timestamp=last_contained_timestamp_ms), *quorum_records
+    ]
+    header = make_batch(0, epoch, last_contained_timestamp_ms, header_records, control=True)
     parts = [encode_batch(header)]
-    offset = 1
+    offset = len(header_records)
     for start in range(0, len(records), RECORDS_PER_BATCH):
         chunk = records[start:start + RECORDS_PER_BATCH]
         batch = RecordBatch(
