@@ -21,7 +21,7 @@ from typing import Any, Protocol, overload
 from quorum.log import DEFAULT_SEGMENT_BYTES, RaftLog, SegmentStorage
 from quorum.messages import Envelope, RaftMessage, SnapshotRef
 from quorum.quorum_state import FileElectionStore
-from quorum.raft import NotLeaderError, RaftConfig, RaftNode
+from quorum.raft import NotLeaderError, RaftConfig, RaftNode, VoterChangeError
 from quorum.snapshots import snapshot_data_batches
 from quorum.state import Leader, Role
 from records import RecordBatch, decode_batch
@@ -166,6 +166,28 @@ class RaftClient:
             return future
         future.base_offset = last_offset - len(messages) + 1
         self._pending[last_offset] = (self.core.epoch, future)
+        self._wakeup.set()
+        return future
+
+    def change_voters(self, add: bool, node_id: int) -> AppendFuture:
+        """AddRaftVoter (the observer's key as it fetched) or RemoveRaftVoter of `node_id`; the future completes
+        with the VotersRecord's offset once the new voter set committed it. NotLeaderError or VoterChangeError
+        (Kafka's error code in `.code`) when refused."""
+        future = AppendFuture(loop=asyncio.get_running_loop())
+        core, now = self.core, monotonic_ms()
+        try:
+            if add:
+                offset = core.add_voter(now, core.observer_key(node_id))
+            else:
+                key = core.voters.key_of(node_id)
+                if key is None:
+                    raise VoterChangeError("VOTER_NOT_FOUND", f"node {node_id} is not a voter")
+                offset = core.remove_voter(now, key)
+        except (NotLeaderError, VoterChangeError) as error:
+            future.set_exception(error)
+            return future
+        future.base_offset = offset
+        self._pending[offset] = (core.epoch, future)
         self._wakeup.set()
         return future
 

@@ -24,6 +24,7 @@ class QuorumConfig:
     fetch_max_wait_ms: float = 500.0
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     observers: dict[int, tuple[str, int]] = field(default_factory=dict)
+    kraft_version: int = 0  # 1: dynamic quorum (KIP-853), [voters] is then only the bootstrap voter set
 
     @property
     def nodes(self) -> dict[int, tuple[str, int]]:
@@ -42,6 +43,7 @@ class QuorumConfig:
             fetch_timeout_ms=self.fetch_timeout_ms,
             request_timeout_ms=self.request_timeout_ms,
             fetch_max_wait_ms=self.fetch_max_wait_ms,
+            kraft_version=self.kraft_version,
         )
 
     def node_dir(self, node_id: int) -> Path:
@@ -79,4 +81,11 @@ def load_config(path: Path) -> QuorumConfig:
         fetch_max_wait_ms=float(settings.get("fetch_max_wait_ms", 500)),
         segment_bytes=int(settings.get("segment_bytes", DEFAULT_SEGMENT_BYTES)),
         observers=observers,
+        kraft_version=_kraft_version(path, settings.get("kraft_version", 0)),
     )
+
+
+def _kraft_version(path: Path, value: object) -> int:
+    if value not in (0, 1):
+        raise UserFacingError(f"{path}: kraft_version must be 0 (static voters) or 1 (dynamic quorum), not {value!r}")
+    return int(value)  # type: ignore[call-overload]

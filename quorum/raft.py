@@ -412,6 +412,17 @@ class RaftNode:
             raise VoterChangeError("VOTER_NOT_FOUND", f"{key} is not a voter")
         return self._append_voters(now, state, self.voters)
 
+    def observer_key(self, node_id: int) -> VoterKey:
+        """The key (node id + the directory id it fetched with) of an observer that fetched in this epoch."""
+        state = self.state
+        if not isinstance(state, Leader):
+            raise NotLeaderError(self.leader_id, self.epoch)
+        progress = state.observers.get(node_id)
+        if progress is None:
+            raise VoterChangeError("REQUEST_TIMED_OUT", f"node {node_id} has not fetched from the leader in epoch "
+                                                        f"{self.epoch}")
+        return VoterKey(node_id, progress.directory_id)
+
     def _leader_ready_for_voter_change(self) -> Leader:
         state = self.state
         if not isinstance(state, Leader):
