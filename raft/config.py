@@ -25,6 +25,7 @@ class QuorumConfig:
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     observers: dict[int, tuple[str, int]] = field(default_factory=dict)
     kraft_version: int = 0  # 1: dynamic quorum (KIP-853), [voters] is then only the bootstrap voter set
+    auto_join: bool = False  # an observer asks the leader to add it as a voter (kraft_version 1)
 
     @property
     def nodes(self) -> dict[int, tuple[str, int]]:
@@ -82,6 +83,7 @@ def load_config(path: Path) -> QuorumConfig:
         segment_bytes=int(settings.get("segment_bytes", DEFAULT_SEGMENT_BYTES)),
         observers=observers,
         kraft_version=_kraft_version(path, settings.get("kraft_version", 0)),
+        auto_join=bool(settings.get("auto_join", False)),
     )
 
 

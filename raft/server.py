@@ -24,6 +24,7 @@ PEER_QUEUE_LIMIT = 10_000
 RECONNECT_BACKOFF_S = 0.05
 APPEND_TIMEOUT_S = 10.0
 SHUTDOWN_GRACE_S = 2.0
+AUTO_JOIN_INTERVAL_S = 0.5
 
 
 class PeerLink:
@@ -97,7 +98,10 @@ class QuorumServer:
         loop.add_signal_handler(signal.SIGINT, stop.set)
         kind = "voter" if self.node_id in self.config.voters else "observer"
         print(f"quorum {kind} {self.node_id} listening on {host}:{port}", flush=True)
+        joining = loop.create_task(self._auto_join()) if self.config.auto_join else None
         await stop.wait()
+        if joining is not None:
+            joining.cancel()
         self.client.resign()
         await asyncio.sleep(0.1)  # let EndQuorumEpoch reach the voters
         server.close()
@@ -105,6 +109,18 @@ class QuorumServer:
         await self.client.stop()
         for link in self.peers.values():
             link.close()
+
+    async def _auto_join(self) -> None:
+        """Kafka's controller.quorum.auto.join.enable: an observer asks whoever leads to add it as a voter
+        (the leader adds it once it is caught up), once; a later removal is not undone."""
+        while not self.client.core.is_voter:
+            await asyncio.sleep(AUTO_JOIN_INTERVAL_S)
+            leader = self.client.core.leader_id
+            if leader is None or leader not in self.config.nodes:
+                continue
+            host, port = self.config.nodes[leader]
+            with contextlib.suppress(OSError, TimeoutError, asyncio.IncompleteReadError):
+                await request(host, port, {"kind": "add_voter", "nodeId": self.node_id}, APPEND_TIMEOUT_S)
 
     async def _close_connections(self) -> None:
         """End every inbound connection so its handler returns by itself: Python 3.11's stream server logs a

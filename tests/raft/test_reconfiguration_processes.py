@@ -92,3 +92,15 @@ def test_add_a_fourth_voter_under_load_then_remove_one_while_the_leader_is_kille
     held = {last: epoch for last, epoch, _ in batches.values()}
     lost = {offset: epoch for offset, epoch in committed.items() if held.get(offset) != epoch}
     assert lost == {}, f"committed batches missing from the new leader's log: {lost}"
+
+
+def test_an_observer_with_auto_join_becomes_a_voter(tmp_path: Path) -> None:
+    processes = QuorumProcesses(tmp_path, voters=3, observers=1, quorum="kraft_version = 1\nauto_join = true")
+    processes.start_all()
+    try:
+        deadline = time.monotonic() + 60
+        while _voters(processes) != [1, 2, 3, 4]:
+            assert time.monotonic() < deadline, "observer 4 never joined the voters"
+            time.sleep(0.2)
+    finally:
+        processes.stop_all()
