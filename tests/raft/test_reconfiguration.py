@@ -133,3 +133,13 @@ def test_encode_snapshot_without_quorum_records_is_unchanged() -> None:
     header = next(iter(decode_batches(data, "<snapshot>")))
     assert [type(r.message) for r in header.records] == [SnapshotHeaderRecord]
     assert RaftConfig(node_id=1, voters=(1,)).kraft_version == 0
+
+
+def test_update_voter_rewrites_the_voter_set_for_a_known_key_only() -> None:
+    cluster, leader = _cluster(with_observer=False)
+    core = cluster.cores[leader]
+    with pytest.raises(VoterChangeError, match="VOTER_NOT_FOUND"):
+        core.update_voter(cluster.now, VoterKey(leader, default_directory_id(99)))  # same id, another disk
+    offset = core.update_voter(cluster.now, _key(leader))
+    assert _voter_ids(_records_at(cluster, leader, offset)[0]) == [(n, default_directory_id(n)) for n in VOTERS]
+    assert cluster.run(lambda: core.high_watermark > offset) and cluster.violations == []
