@@ -22,8 +22,9 @@ from kraftlake.broker import LocalBroker
 from raft.config import load_config
 from raft.server import AppendSession
 from records import decode_batch
+from settings import DEFAULT_TOPIC
 
-TOPIC = "kraftlake-metadata"
+TOPIC = DEFAULT_TOPIC
 REPO = Path(__file__).resolve().parents[1]
 
 
