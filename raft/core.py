@@ -598,15 +598,12 @@ class RaftNode:
             self._enter_prospective(now, state.epoch, self.config.node_id, None)
 
     def _on_vote_request(self, now: float, source: int, request: VoteRequest) -> None:
-        if not self.is_voter:
-            if self.voter_history.latest_offset >= 0:
-                # a removed voter (Kafka: INVALID_VOTER_KEY) answers no, so the nominee need not wait it out
-                self._send(source, VoteResponse(self.epoch, self.config.node_id, False, request.pre_vote,
-                                                self.leader_id))
-            return
-        # The nominee is not checked against our voter set (ours may be stale, as in Kafka): a removed voter
-        # is fenced because it stops canvassing once its log says so, and before that its pre-votes fail
-        # against voters that still fetch from the leader (KIP-996).
+        if not self.is_voter and self.kraft_version < KRAFT_VERSION_DYNAMIC:
+            return  # a static quorum's observer never votes
+        # Under kraft.version 1 our voter set may be stale both ways (as in Kafka, the request is what says
+        # who votes): a lagging newcomer must vote or a quorum that needs it could never elect a leader. Nor is
+        # the nominee checked against our set: a removed voter is fenced because it stops canvassing once its
+        # log says so, and before that its pre-votes fail against voters that still fetch from the leader.
         log_ok = self._log_is_at_least_as_up_to_date(request.last_epoch, request.end_offset)
         if request.pre_vote:
             granted = request.epoch >= self.epoch and self._can_grant_pre_vote(log_ok)
