@@ -26,6 +26,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kraftlake.commands.broker",
     "kraftlake.commands.replay",
     "kraftlake.commands.warehouse",
+    "kraftlake.commands.history",
+    "kraftlake.commands.analytics",
     "kraftlake.commands.quorum",
     "kraftlake.commands.materialize",
     "kraftlake.commands.demo",

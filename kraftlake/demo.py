@@ -103,9 +103,10 @@ class Demo:
                    f"(VotersRecord at offset {removed['offset']})")
 
     def _materialize(self, cluster: LocalCluster) -> None:
+        from analytics.report import write_report
         from jobs.materialize import MaterializeConfig, local_spark, read_topic, run
         from jobs.report import report
-        from jobs.warehouse import Warehouse
+        from lake.warehouse import Warehouse
 
         config = MaterializeConfig(
             self.broker.bootstrap_servers, cluster.topic, self.warehouse, self.checkpoint,
@@ -115,6 +116,8 @@ class Demo:
         run(config, spark)
         self._step(f"the streaming job drained the topic into {self.warehouse}\n")
         self.say(report(spark, Warehouse(self.warehouse)))
+        page = write_report(spark, Warehouse(self.warehouse), self.repo / "run" / "report.html")
+        self.say(f"\nthe HTML report (open it in a browser): {page}")
         counts = transaction_markers(value for _, value in read_topic(config, cluster.topic_end()))
         self.say(
             f"\nmetadata transactions in the log: {counts['begun']} begun, {counts['committed']} committed, "

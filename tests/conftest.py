@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins: list[str] = ["tests.fixtures.broker", "tests.fixtures.spark"]
+pytest_plugins: list[str] = ["tests.fixtures.broker", "tests.fixtures.spark", "tests.fixtures.browser"]
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "kafka-samples"
 

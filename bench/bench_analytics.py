@@ -1,0 +1,98 @@
+"""Operators' questions at scale: a warehouse of 1M partitions (the bootstrap of bench_jobs's synthetic
+controller log: 100k topics of 10 partitions, RF 3, 6 brokers) plus 20k churn batches of ISR shrinks/expands
+and leader moves, written by the same pipeline as `kraftlake ingest` (no broker, no Spark to write).
+
+(1) `under_replicated` (Spark SQL over `partitions_history`, local[2]): register the views (delta-rs →
+Arrow → Spark) and compute the whole summary; median of 3, each with fresh views (the two parts are timed
+apart: the first run pays the JVM's warm-up). Goal: <= 30 s.
+(2) `key_history` of one partition (what `kraftlake history` runs, without the interpreter start): median of
+5 on different partitions. Goal: <= 1 s.
+
+Wall-clock times on a shared machine: the load average is noted.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.bench_jobs import Churn, controller_log
+from jobs.materialize import local_spark
+from lake.pipeline import MetadataPipeline
+from lake.warehouse import Warehouse
+from records.batch import decode_batch
+
+PARTITIONS = 1_000_000
+CHURN_BATCHES = 20_000
+GOAL_SUMMARY_S = 30.0
+GOAL_HISTORY_S = 1.0
+
+
+def _row(name: str, value: Any, unit: str = "s", notes: str = "") -> dict[str, Any]:
+    return {"name": name, "value": value, "unit": unit, "notes": notes}
+
+
+def build_warehouse(root: Path) -> tuple[Warehouse, int, list[tuple[str, int]]]:
+    """The 1M-partition warehouse with churn; returns it, its history row count and some churned partitions."""
+    log = controller_log(PARTITIONS)
+    churn = Churn(log)
+    for _ in range(CHURN_BATCHES):
+        churn.batch()
+    warehouse = Warehouse(root / "warehouse")
+    pipeline = MetadataPipeline(warehouse)
+    for number, raw in enumerate(log.batches):
+        pipeline.load(decode_batch(raw))
+        if number % 2000 == 1999:
+            pipeline.commit()
+    pipeline.commit()
+    rows = warehouse.table("partitions_history").to_pyarrow_table(columns=["from_offset"]).num_rows
+    names = {topic_id: n for n, (topic_id, _, _) in enumerate(log.partitions)}
+    churned = [(f"topic-{names[topic_id] // 10:07d}", partition) for topic_id, partition in list(churn.state)[:5]]
+    return warehouse, rows, churned
+
+
+def run() -> list[dict[str, Any]]:
+    from analytics.views import register_views
+    from lake.history import key_history
+
+    rows = [_row("load average at start", os.getloadavg()[0], "")]
+    with tempfile.TemporaryDirectory(prefix="bench-analytics-") as scratch:
+        start = time.perf_counter()
+        warehouse, history_rows, churned = build_warehouse(Path(scratch))
+        rows.append(_row("build the warehouse", time.perf_counter() - start,
+                         notes=f"{history_rows:,} partitions_history rows"))
+        spark = local_spark("kraftlake-bench-analytics")
+        register, query = [], []
+        for _ in range(3):
+            start = time.perf_counter()
+            register_views(spark, warehouse)
+            register.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            steps = spark.sql("SELECT * FROM under_replicated").collect()
+            query.append(time.perf_counter() - start)
+        median = statistics.median(a + b for a, b in zip(register, query, strict=True))
+        rows.append(_row("under_replicated over time, views + query", median,
+                         notes=f"median of 3; {len(steps):,} steps"))
+        rows.append(_row("  register every view (delta-rs → Arrow → Spark)", statistics.median(register),
+                         notes=", ".join(f"{s:.1f}" for s in register)))
+        rows.append(_row("  the under_replicated query", statistics.median(query),
+                         notes=", ".join(f"{s:.1f}" for s in query)))
+        spark.stop()
+        timings = []
+        for topic, partition in churned:
+            start = time.perf_counter()
+            versions = key_history(warehouse, "partitions", f"{topic}-{partition}")
+            timings.append(time.perf_counter() - start)
+            assert len(versions) >= 2, f"{topic}-{partition} should have churned"
+        history = statistics.median(timings)
+        rows.append(_row("history of one partition", history, notes=f"median of {len(timings)}"))
+    rows.append(_row(f"goal: under_replicated <= {GOAL_SUMMARY_S:g} s", "met" if median <= GOAL_SUMMARY_S
+                     else "NOT met", "", f"{median:.1f} s"))
+    rows.append(_row(f"goal: history <= {GOAL_HISTORY_S:g} s", "met" if history <= GOAL_HISTORY_S else "NOT met",
+                     "", f"{history:.2f} s"))
+    rows.append(_row("load average at the end", os.getloadavg()[0], ""))
+    return rows

@@ -1,0 +1,103 @@
+"""`kraftlake sql`, `kraftlake summary NAME`, `kraftlake report`: Spark SQL over a warehouse."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from kraftlake.commands.warehouse import DEFAULT_WAREHOUSE, parse_time
+from kraftlake.errors import UserFacingError
+
+
+def register(subparsers: Any) -> None:
+    from analytics.summaries import SUMMARIES
+
+    sql = subparsers.add_parser("sql", help="Spark SQL over every table of a warehouse (and the summary views)")
+    sql.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE)
+    at = sql.add_mutually_exclusive_group()
+    at.add_argument("--at-offset", type=int, metavar="N", help="sub-image tables as of this offset")
+    at.add_argument("--at-time", metavar="T", help="sub-image tables as of this time (epoch ms or ISO-8601)")
+    sql.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    sql.add_argument("query")
+    sql.set_defaults(handler=run_sql)
+
+    summary = subparsers.add_parser("summary", help="one named summary (see the list below)", epilog="; ".join(
+        f"{name}: {s.description}" for name, s in SUMMARIES.items() if not s.description.startswith("helper")))
+    summary.add_argument("name", choices=[n for n, s in SUMMARIES.items() if not s.description.startswith("helper")])
+    summary.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE)
+    summary.add_argument("--json", action="store_true")
+    summary.set_defaults(handler=run_summary)
+
+    report = subparsers.add_parser("report", help="one self-contained HTML page of a warehouse's history")
+    report.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE)
+    report.add_argument("--out", type=Path, default=Path("report.html"))
+    report.add_argument("--from", dest="from_", metavar="OFFSET|TIME")
+    report.add_argument("--to", metavar="OFFSET|TIME")
+    report.set_defaults(handler=run_report)
+
+
+def _session_with_views(args: argparse.Namespace, at_offset: int | None = None, at_time: str | None = None) -> Any:
+    from analytics.views import register_views
+    from jobs.materialize import local_spark
+    from lake.time_travel import TimeTravelError
+    from lake.warehouse import Warehouse
+
+    spark = local_spark("kraftlake-sql")
+    spark.conf.set("spark.sql.session.timeZone", "UTC")  # times print as the ISO-8601 UTC the CLI takes
+    try:
+        register_views(spark, Warehouse(args.warehouse), at_offset, None if at_time is None else parse_time(at_time))
+    except TimeTravelError as error:
+        raise UserFacingError(str(error)) from None
+    return spark
+
+
+def _print(frame: Any, as_json: bool) -> None:
+    if as_json:
+        for row in frame.toLocalIterator():
+            print(json.dumps(row.asDict(recursive=True), default=_json_value, sort_keys=True))
+    else:
+        frame.show(n=1000, truncate=60)
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def run_sql(args: argparse.Namespace) -> int:
+    from pyspark.errors import AnalysisException, ParseException
+
+    spark = _session_with_views(args, args.at_offset, args.at_time)
+    try:
+        frame = spark.sql(args.query)
+    except (AnalysisException, ParseException) as error:
+        raise UserFacingError(str(error).splitlines()[0]) from None
+    _print(frame, args.json)
+    return 0
+
+
+def run_summary(args: argparse.Namespace) -> int:
+    frame = _session_with_views(args).table(args.name)
+    order = next((c for c in ("offset", "start_offset") if c in frame.columns), frame.columns[0])
+    _print(frame.orderBy(order, *frame.columns[:1]), args.json)
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from analytics.report import write_report
+    from kraftlake.commands.history import offset_or_time
+    from lake.warehouse import Warehouse
+
+    warehouse = Warehouse(args.warehouse)
+    spark = _session_with_views(args)
+    path = write_report(spark, warehouse, args.out, offset_or_time(warehouse, args.from_),
+                        offset_or_time(warehouse, args.to))
+    print(path)
+    return 0

@@ -1,0 +1,186 @@
+"""Every version of one row, as users name it: `kraftlake history --table partitions --key orders-3`.
+
+Pure delta-rs + Arrow: the key's versions are read from `<table>_history` with a filter pushed into the
+scan, compared one to the next (only the changed columns are shown) and stamped with the append time of
+the batch holding each offset. A version is valid from its `from_offset` until the key's next version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from image_schema.tables import TABLES
+from lake.time_travel import TimeTravelError, last_published_offset
+from lake.warehouse import BATCHES, Warehouse, history_name
+
+Filter = list[tuple[str, str, Any]]
+
+
+class UnknownKeyError(ValueError):
+    """A key text that does not name a row of the table (wrong shape, unknown topic)."""
+
+
+@dataclass(frozen=True)
+class Version:
+    """One version of a row: what changed at `offset`, with the batch's append time (ms, -1 if unknown)."""
+
+    offset: int
+    time_ms: int
+    change: str  # insert / update / delete
+    key: Mapping[str, Any]
+    before: Mapping[str, Any]
+    after: Mapping[str, Any]
+
+
+def key_history(
+    warehouse: Warehouse, table: str, key_text: str, from_offset: int | None = None, to_offset: int | None = None
+) -> list[Version]:
+    """The versions of the row(s) `key_text` names in (from_offset, to_offset], in offset order.
+
+    The version before the window is read too, so the first change in it shows its true `before`."""
+    if table not in TABLES:
+        raise UnknownKeyError(f"no table {table!r}; tables: {', '.join(TABLES)}")
+    rows = history_rows(warehouse, table, key_filters(warehouse, table, key_text))
+    versions = _versions(rows, TABLES[table].key)
+    versions = [v for v in versions if (from_offset is None or v[0] > from_offset)
+                and (to_offset is None or v[0] <= to_offset)]
+    times = offset_times(warehouse, [v[0] for v in versions])
+    return [Version(offset, times[offset], change, key, before, after)
+            for offset, change, key, before, after in versions]
+
+
+def key_filters(warehouse: Warehouse, table: str, key_text: str) -> list[Filter]:
+    """The scan filters (a disjunction of conjunctions) for a key as users write it."""
+    text = key_text.strip()
+    match table:
+        case "brokers":
+            return [[("broker_id", "=", _int(text, "a broker id"))]]
+        case "controllers":
+            return [[("controller_id", "=", _int(text, "a controller id"))]]
+        case "topics":
+            return [[("topic_id", "=", topic_id)] for topic_id in topic_ids(warehouse, text)]
+        case "partitions":
+            topic, _, partition = text.rpartition("-")
+            if not topic:
+                raise UnknownKeyError(f"{text!r}: a partition is written topic-partition, e.g. orders-3")
+            number = _int(partition, "a partition number")
+            return [[("topic_id", "=", t), ("partition_id", "=", number)] for t in topic_ids(warehouse, topic)]
+        case "configs":
+            kind, separator, rest = text.partition(":")
+            name, _, config = rest.partition(":")
+            if not separator:
+                raise UnknownKeyError(f"{text!r}: a config key is type:name[:config], e.g. topic:orders or broker:1")
+            found: Filter = [("resource_type", "=", kind), ("resource_name", "=", name)]
+            return [[*found, ("name", "=", config)] if config else found]
+        case "client_quotas":
+            return [[("entity", "=", text)]]
+        case "scram_credentials":
+            user, _, mechanism = text.partition(":")
+            return [[("user", "=", user), *([("mechanism", "=", mechanism)] if mechanism else [])]]
+        case _:
+            return [[(TABLES[table].key[0], "=", text)]]
+
+
+def topic_ids(warehouse: Warehouse, name_or_id: str) -> list[str]:
+    """Every topic id that ever had this name (a topic deleted and recreated has several), else the id itself."""
+    rows = history_rows(warehouse, "topics", [[("name", "=", name_or_id)]])
+    found = sorted(set(rows.column("topic_id").to_pylist()))
+    if found:
+        return found
+    by_id = history_rows(warehouse, "topics", [[("topic_id", "=", name_or_id)]])
+    if by_id.num_rows:
+        return [name_or_id]
+    raise UnknownKeyError(f"no topic named {name_or_id!r} (nor with that id) in the warehouse's history")
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise UnknownKeyError(f"{text!r}: expected {what}") from None
+
+
+def published_offset(warehouse: Warehouse) -> int:
+    """The offset of the last published image: history past it may belong to an image being written."""
+    offset = last_published_offset(warehouse)
+    if offset < 0:
+        raise TimeTravelError("the warehouse has no published image yet")
+    return offset
+
+
+def history_rows(warehouse: Warehouse, table: str, filters: list[Filter] | None = None) -> pa.Table:
+    """`<table>_history` rows up to the last published image (any of `filters`' conjunctions), unordered."""
+    through = ("from_offset", "<=", published_offset(warehouse))
+    history = warehouse.table(history_name(table))
+    if filters == []:
+        return history.schema().to_arrow().empty_table()
+    pushed = [[*conjunction, through] for conjunction in filters] if filters else [[through]]
+    return history.to_pyarrow_table(filters=pushed)
+
+
+def _versions(rows: pa.Table, key: Sequence[str]) -> list[tuple[int, str, dict, dict, dict]]:
+    """(offset, change, key, before, after) per row version, compared with the same key's previous one."""
+    previous: dict[tuple, dict[str, Any] | None] = {}
+    result = []
+    for row in rows.sort_by("from_offset").to_pylist():
+        offset, deleted = row.pop("from_offset"), row.pop("deleted")
+        row_key = {column: row[column] for column in key}
+        values = {column: value for column, value in row.items() if column not in key}
+        before = previous.get(tuple(row_key.values()))
+        after = None if deleted else values
+        previous[tuple(row_key.values())] = after
+        if before is None and after is None:
+            continue
+        change = "insert" if before is None else "delete" if after is None else "update"
+        old, new = before or {}, after or {}
+        changed = list(values) if before is None else [c for c in values if old.get(c) != new.get(c)]
+        result.append((offset, change, row_key, {c: old.get(c) for c in changed if before is not None},
+                       {c: new.get(c) for c in changed if after is not None}))
+    return result
+
+
+def offset_times(warehouse: Warehouse, offsets: Sequence[int]) -> dict[int, int]:
+    """The append time (ms) of the batch holding each offset; -1 where no batch row covers it."""
+    if not offsets:
+        return {}
+    batches = warehouse.table(BATCHES).to_pyarrow_table(
+        columns=["base_offset", "last_offset", "append_time_ms"],
+        filters=[("last_offset", ">=", min(offsets)), ("base_offset", "<=", max(offsets))],
+    ).sort_by("base_offset")
+    bases = batches.column("base_offset").to_numpy()
+    lasts = batches.column("last_offset").to_numpy()
+    times = batches.column("append_time_ms").to_numpy()
+    result = {}
+    for offset in offsets:
+        at = int(np.searchsorted(bases, offset, side="right")) - 1
+        result[offset] = int(times[at]) if at >= 0 and lasts[at] >= offset else -1
+    return result
+
+
+def offset_at_time(warehouse: Warehouse, time_ms: int) -> int:
+    """The last offset appended at or before `time_ms` (-1 when nothing was)."""
+    found = warehouse.table(BATCHES).to_pyarrow_table(
+        columns=["last_offset"], filters=[("append_time_ms", "<=", time_ms)]
+    )
+    return int(pc.max(found.column("last_offset")).as_py()) if found.num_rows else -1
+
+
+def previous_versions(warehouse: Warehouse, table: str, changes: pa.Table) -> list[dict[str, Any]]:
+    """`changes` (history rows of `table`, as `changes_between` returns them) as offset / change / key /
+    before / after, each compared with the same key's version before it (read from the history too)."""
+    key = TABLES[table].key
+    offsets = set(changes.column("from_offset").to_pylist())
+    wanted = sorted(set(changes.column(key[0]).to_pylist()))
+    rows = history_rows(warehouse, table, [[(key[0], "in", wanted), ("from_offset", "<=", max(offsets))]])
+    keys = {tuple(row) for row in zip(*(changes.column(c).to_pylist() for c in key), strict=True)}
+    return [
+        {"offset": offset, "change": change, "key": row_key, "before": before, "after": after}
+        for offset, change, row_key, before, after in _versions(rows, key)
+        if offset in offsets and tuple(row_key.values()) in keys
+    ]

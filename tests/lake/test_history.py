@@ -1,0 +1,89 @@
+"""`key_history` on real samples equals what replaying the log shows for that key, batch by batch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from image_schema.tables import TABLES
+from lake.history import UnknownKeyError, Version, key_history, offset_times
+from lake.ingest import ingest
+from lake.warehouse import Warehouse
+from records import read_batches
+from replay.loader import BatchLoader
+from replay.log_replay import history_sources
+
+SAMPLE = "rjmfernandes_flink-on-prem/data"
+
+
+@pytest.fixture(scope="module")
+def warehouse(samples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
+    warehouse = Warehouse(tmp_path_factory.mktemp("history") / "warehouse")
+    ingest(samples_dir / SAMPLE, warehouse, image_every=5000)
+    return warehouse
+
+
+def replayed_states(directory: Path, table: str, key: tuple[Any, ...]) -> list[tuple[int, dict | None]]:
+    """(batch last offset, the key's row after that batch or None) for every batch of the log, in Arrow's
+    Python form (lists, not tuples) like the warehouse's."""
+    loader = BatchLoader(None)
+    states = []
+    for source in history_sources(directory):
+        assert source.snapshot is None, "the sample is a whole log"
+        for batch in read_batches(source.path):
+            loader.load_batch(batch, str(source.path))
+            rows = dict(TABLES[table].image_rows(loader.visible_image()))
+            found = rows.get(key)
+            states.append((batch.last_offset, None if found is None else TABLES[table].arrow([found]).to_pylist()[0]))
+    return states
+
+
+def folded(versions: list[Version], offset: int) -> dict | None:
+    """The row at `offset` rebuilt from the versions' key and `after` columns."""
+    row: dict | None = None
+    for version in versions:
+        if version.offset > offset:
+            break
+        row = None if version.change == "delete" else {**(row or {}), **version.key, **version.after}
+    return row
+
+
+@pytest.mark.parametrize(("table", "key_text", "key"), [
+    ("brokers", "1", (1,)),
+    ("partitions", "__consumer_offsets-7", None),
+])
+def test_history_equals_replay_version_by_version(
+    warehouse: Warehouse, samples_dir: Path, table: str, key_text: str, key: tuple | None
+) -> None:
+    versions = key_history(warehouse, table, key_text)
+    assert len(versions) >= 2 and versions[0].change == "insert"
+    key = key or tuple(versions[0].key.values())
+    expected = replayed_states(samples_dir / SAMPLE, table, key)
+    changed_at = [offset for (offset, state), (_, previous) in zip(expected[1:], expected, strict=False)
+                  if state != previous]
+    for offset, state in expected:
+        assert folded(versions, offset) == state, f"{table} {key_text} at offset {offset}"
+    assert len(versions) >= len(changed_at)
+    assert [v.offset for v in versions] == sorted(v.offset for v in versions)
+    times = offset_times(warehouse, [v.offset for v in versions])
+    assert all(v.time_ms == times[v.offset] > 0 for v in versions)
+
+
+def test_only_changed_columns_and_a_window(warehouse: Warehouse) -> None:
+    versions = key_history(warehouse, "brokers", "1")
+    for version in versions[1:]:
+        assert version.before.keys() == version.after.keys() and version.before != version.after
+    later = key_history(warehouse, "brokers", "1", from_offset=versions[0].offset)
+    assert later == versions[1:]
+    assert later[0].before  # the version before the window still gives `before`
+
+
+def test_unknown_keys_are_named(warehouse: Warehouse) -> None:
+    with pytest.raises(UnknownKeyError, match="no topic named 'nope'"):
+        key_history(warehouse, "partitions", "nope-0")
+    with pytest.raises(UnknownKeyError, match="topic-partition"):
+        key_history(warehouse, "partitions", "7")
+    with pytest.raises(UnknownKeyError, match="expected a broker id"):
+        key_history(warehouse, "brokers", "one")
