@@ -257,8 +257,10 @@ class QuorumController:
         except NotLeaderError as error:
             self._on_leader_change(LeaderAndEpoch(error.leader_id, error.epoch))
             raise self.not_controller_error() from None
-        if base != self._next_write_offset:
-            log.error("controller %d: the log put a batch at %d, expected %d", self.node_id, base,
+        # Past the expected offset is fine: the Raft layer writes control batches of its own in between
+        # (VotersRecord on a voter change, KIP-853). Before it, a write of ours was lost.
+        if base < self._next_write_offset:
+            log.error("controller %d: the log put a batch at %d, expected %d or later", self.node_id, base,
                       self._next_write_offset)
             self._renounce()
             raise self.not_controller_error()

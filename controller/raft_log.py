@@ -84,8 +84,10 @@ class RaftMetadataLog:
         """Snapshot [0, end_offset) as `records` ((record, version) pairs); returns its id and size in bytes.
         Encoded on the calling thread, so a big image does not stall the quorum's loop; ValueError when
         `end_offset` is no snapshot point."""
-        snapshot = self._on_loop(lambda: self._client.snapshot_id(end_offset))
-        data = encode_snapshot(snapshot.epoch, records, log_time_ms)
+        snapshot, quorum_records = self._on_loop(
+            lambda: (self._client.snapshot_id(end_offset), self._client.snapshot_quorum_records(end_offset))
+        )
+        data = encode_snapshot(snapshot.epoch, records, log_time_ms, quorum_records)
         self._on_loop(lambda: self._client.save_snapshot(snapshot, data))
         return SnapshotId(snapshot.end_offset, snapshot.epoch), len(data)
 

@@ -52,7 +52,7 @@ class Demo:
             shutil.rmtree(path, ignore_errors=True)
         self.broker.start()
         self._step(f"local broker on {self.broker.bootstrap_servers}")
-        cluster = LocalCluster(root, self.broker, max_records_per_batch=BIG_BATCH_RECORDS)
+        cluster = LocalCluster(root, self.broker, max_records_per_batch=BIG_BATCH_RECORDS, spare_controller=True)
         try:
             cluster.start()
             self._step(f"3 controller processes up, active: node {cluster.wait_for_controller()}")
@@ -62,6 +62,7 @@ class Demo:
             cluster.admin.call("create-topics", {"topics": [{"name": "orders", "partitions": 240}]})
             self._step("created topic orders: 240 partitions, one metadata transaction, committed")
             self._abort_a_transaction(cluster)
+            self._change_the_voters(cluster)
             for _ in range(300):
                 simulator.step()
             self._step(f"mixed workload (ISR churn, crashes, configs, ACLs, quotas, SCRAM, producer ids): "
@@ -87,6 +88,19 @@ class Demo:
         state = "exists (unexpected)" if cluster.topic_exists("payments") else "was never created"
         self._step(f"controller {died} died half-way through creating topic payments (1,200 partitions, a "
                    f"transaction); controller {successor} aborted it: the topic {state}")
+
+    def _change_the_voters(self, cluster: LocalCluster) -> None:
+        """KIP-853 at runtime: controller 4 starts as an observer and joins as a voter once caught up, then a
+        follower voter leaves (it keeps running as an observer)."""
+        cluster.start_controller(4)
+        added = cluster.change_voters(True, 4)
+        self._step(f"controller 4 caught up and joined the quorum: voters {added['voters']} "
+                   f"(VotersRecord at offset {added['offset']})")
+        active = cluster.wait_for_controller()
+        leaving = next(node for node in (1, 2, 3) if node != active)
+        removed = cluster.change_voters(False, leaving)
+        self._step(f"controller {leaving} left the quorum: voters {removed['voters']} "
+                   f"(VotersRecord at offset {removed['offset']})")
 
     def _materialize(self, cluster: LocalCluster) -> None:
         from analytics.report import write_report

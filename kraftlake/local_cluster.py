@@ -4,6 +4,7 @@ Used by `make run` and by the end-to-end tests."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -12,11 +13,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
 from controller.admin_client import AdminClient, AdminError
 from kraftlake.broker import LocalBroker
+from raft.config import load_config
+from raft.server import AppendSession
 from records import decode_batch
 from settings import DEFAULT_TOPIC
 
@@ -39,16 +43,22 @@ class LocalCluster:
     """Three controllers publishing into `broker`; `max_records_per_batch` small makes transactions likely."""
 
     def __init__(self, root: Path, broker: LocalBroker, *, max_records_per_batch: int = 10_000,
-                 topic: str = TOPIC) -> None:
+                 topic: str = TOPIC, spare_controller: bool = False) -> None:
+        """`spare_controller`: a dynamic quorum (kraft.version 1) plus controller 4 as an observer, ready to be
+        added as a voter (`change_voters`)."""
         self.root = root
         self.broker = broker
         self.topic = topic
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
         root.mkdir(parents=True, exist_ok=True)
-        raft_ports, admin_ports = free_ports(3), free_ports(3)
+        nodes = 4 if spare_controller else 3
+        raft_ports, admin_ports = free_ports(nodes), free_ports(nodes)
         self.admin_addresses = [f"127.0.0.1:{port}" for port in admin_ports]
-        voters = "\n".join(f'{n} = "127.0.0.1:{port}"' for n, port in enumerate(raft_ports, start=1))
-        (root / "quorum.toml").write_text(f'[quorum]\ndata_dir = "{root / "quorum"}"\n[voters]\n{voters}\n')
+        voters = "\n".join(f'{n} = "127.0.0.1:{port}"' for n, port in enumerate(raft_ports[:3], start=1))
+        dynamic = f'kraft_version = 1\n[observers]\n4 = "127.0.0.1:{raft_ports[3]}"\n' if spare_controller else ""
+        (root / "quorum.toml").write_text(
+            f'[quorum]\ndata_dir = "{root / "quorum"}"\n{dynamic}[voters]\n{voters}\n'
+        )
         admins = "\n".join(f'{n} = "{address}"' for n, address in enumerate(self.admin_addresses, start=1))
         (root / "controller.toml").write_text(
             f"[controller]\nmax_records_per_batch = {max_records_per_batch}\ndefault_replication_factor = 3\n"
@@ -109,6 +119,26 @@ class LocalCluster:
                 process.kill()
                 process.wait()
             del self.processes[node]
+
+    def change_voters(self, add: bool, node: int, deadline_s: float = 60.0) -> dict[str, Any]:
+        """AddRaftVoter / RemoveRaftVoter through the quorum leader, retried through catch-up and elections;
+        returns `{"offset", "epoch", "voters"}` once the new voter set committed it."""
+        config = load_config(self.root / "quorum.toml")
+
+        async def run() -> dict[str, Any]:
+            session = AppendSession(config, timeout=10.0)
+            try:
+                end = time.monotonic() + deadline_s
+                while time.monotonic() < end:
+                    response = await session.change_voters(add, node)
+                    if "offset" in response:
+                        return response
+                    await asyncio.sleep(0.2)
+                raise RuntimeError(f"voter change of node {node} not done within {deadline_s:.0f} s: {response}")
+            finally:
+                session.close()
+
+        return asyncio.run(run())
 
     def wait_for_controller(self, excluding: int | None = None, deadline_s: float = 60.0) -> int:
         """The active controller's node id, once one other than `excluding` has committed something."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, overload
 
-from raft.core import NotLeaderError, RaftConfig, RaftNode
+from raft.core import NotLeaderError, RaftConfig, RaftNode, VoterChangeError
 from raft.election_state import FileElectionStore
 from raft.log import LogEntry, RaftLog, SegmentStorage
 from raft.messages import Envelope, RaftMessage, SnapshotRef
@@ -175,6 +175,28 @@ class RaftClient:
         self._wakeup.set()
         return future
 
+    def change_voters(self, add: bool, node_id: int) -> AppendFuture:
+        """AddRaftVoter (the observer's key as it fetched) or RemoveRaftVoter of `node_id`; the future completes
+        with the VotersRecord's offset once the new voter set committed it. NotLeaderError or VoterChangeError
+        (Kafka's error code in `.code`) when refused."""
+        future = AppendFuture(loop=asyncio.get_running_loop())
+        core, now = self.core, monotonic_ms()
+        try:
+            if add:
+                offset = core.add_voter(now, core.observer_key(node_id))
+            else:
+                key = core.voters.key_of(node_id)
+                if key is None:
+                    raise VoterChangeError("VOTER_NOT_FOUND", f"node {node_id} is not a voter")
+                offset = core.remove_voter(now, key)
+        except (NotLeaderError, VoterChangeError) as error:
+            future.set_exception(error)
+            return future
+        future.base_offset = offset
+        self._pending[offset] = (core.epoch, future)
+        self._wakeup.set()
+        return future
+
     def append_encoded(self, data: bytes) -> AppendFuture:
         """`append` for a batch already encoded (RecordBatch v2 bytes) at `end_offset` in this leader's epoch,
         so that a big batch need not be encoded on the event loop. ValueError if it does not fit there."""
@@ -210,6 +232,10 @@ class RaftClient:
         be encoded (`raft.snapshots.encode_snapshot`) off the event loop."""
         return self.core.snapshot_id(end_offset)
 
+    def snapshot_quorum_records(self, end_offset: int) -> tuple[Any, ...]:
+        """The KRaftVersion + Voters records a snapshot ending at `end_offset` carries (`encode_snapshot`)."""
+        return self.core.snapshot_quorum_records(end_offset)
+
     def save_snapshot(self, snapshot: SnapshotRef, data: bytes) -> None:
         self.core.save_snapshot(snapshot, data)
         self._release_prefix()
@@ -230,14 +256,14 @@ class RaftClient:
         core = self.core
         view: dict[str, Any] = {
             "nodeId": self.node_id,
-            "role": core.role.value if core.config.is_voter else "Observer",
+            "role": core.role.value if core.is_voter else "Observer",
             "state": core.role.value,
             "leaderId": core.leader_id,
             "leaderEpoch": core.epoch,
             "highWatermark": core.high_watermark,
             "logStartOffset": core.log.start_offset,
             "logEndOffset": core.log.end_offset,
-            "voters": list(core.config.voters),
+            "voters": list(core.voters.ids),
         }
         if isinstance(core.state, Leader):
             end = core.log.end_offset

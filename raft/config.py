@@ -21,6 +21,7 @@ class QuorumConfig(QuorumSettings):
             fetch_timeout_ms=self.fetch_timeout_ms,
             request_timeout_ms=self.request_timeout_ms,
             fetch_max_wait_ms=self.fetch_max_wait_ms,
+            kraft_version=self.kraft_version,
         )
 
     def node_dir(self, node_id: int) -> Path:

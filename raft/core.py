@@ -45,8 +45,18 @@ from raft.roles import (
     Unattached,
 )
 from raft.snapshots import encode_snapshot
+from raft.voters import (
+    KRAFT_VERSION_DYNAMIC,
+    VoterHistory,
+    VoterKey,
+    VoterSet,
+    control_records_of,
+    default_directory_id,
+    kraft_version_record,
+    voters_record,
+)
 from records import encode_batch, make_batch
-from records.control_types import LeaderChangeMessage, Voter
+from records.control_types import LeaderChangeMessage, Voter, VotersRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,15 +74,20 @@ class RaftConfig:
     fetch_max_bytes: int = 1024 * 1024
     snapshot_chunk_bytes: int = 1024 * 1024
     bootstrap_retry_ms: float = 100.0  # how often an observer that knows no leader asks another voter
+    # kraft.version 1 (KIP-853): the first leader writes KRaftVersion + Voters records and the voter set
+    # can change at runtime; 0: `voters` is the fixed voter set of the static quorum.
+    kraft_version: int = 0
+    directory_id: str | None = None  # of the metadata log directory (meta.properties); derived if None
 
     @property
-    def is_voter(self) -> bool:
-        """A node outside `voters` is an observer: it only fetches, never votes, never counts for the majority."""
-        return self.node_id in self.voters
+    def key(self) -> VoterKey:
+        return VoterKey(self.node_id, self.directory_id or default_directory_id(self.node_id))
 
     @property
-    def majority(self) -> int:
-        return len(self.voters) // 2 + 1
+    def bootstrap_voters(self) -> VoterSet:
+        """The voters in force before the log holds a VotersRecord (the bootstrap checkpoint's set)."""
+        others = VoterSet.bootstrap(voter for voter in self.voters if voter != self.node_id)
+        return others.with_voter(self.key) if self.node_id in self.voters else others
 
     @property
     def check_quorum_timeout_ms(self) -> float:
@@ -87,6 +102,16 @@ class BugFlags:
     vote_without_log_check: bool = False
     commit_prior_epoch_entries: bool = False
     truncate_below_high_watermark: bool = False
+    concurrent_voter_changes: bool = False  # accept a voter change while the previous one is uncommitted
+    count_old_majority: bool = False  # advance the high watermark on the voter set before the pending change
+
+
+class VoterChangeError(Exception):
+    """An AddRaftVoter / RemoveRaftVoter the leader refuses now (Kafka's error code named in `code`)."""
+
+    def __init__(self, code: str, text: str) -> None:
+        self.code = code
+        super().__init__(f"{code}: {text}")
 
 
 class NotLeaderError(Exception):
@@ -126,8 +151,10 @@ class RaftNode:
         self.high_watermark = log.snapshot.end_offset if log.snapshot else 0  # a snapshot is always committed
         self._next_request_id = 1
         self._persisted = store.read()
+        self.voter_history = VoterHistory(config.bootstrap_voters)
+        self._rebuild_voter_history()
         self.state: EpochState = self._initial_state(self._persisted, now)
-        if self.config.voters == (config.node_id,):
+        if self.voters.ids == (config.node_id,) and self.is_voter:
             self._enter_prospective(now, self.epoch, None, None)  # a lone voter elects itself at once
         self._poll(now)
 
@@ -148,7 +175,50 @@ class RaftNode:
             return Follower(persisted.epoch, persisted.leader_id, persisted.voted_id, deadline)
         return Unattached(persisted.epoch, persisted.voted_id, self._unattached_deadline(now))
 
+    def _rebuild_voter_history(self) -> None:
+        """From the snapshot's header batch (if any) and every batch of the log, as after a restart."""
+        base, level = self.config.bootstrap_voters, 0
+        if self.log.snapshot_data is not None:
+            for _, record in control_records_of(self.log.snapshot_data[:_first_batch_size(self.log.snapshot_data)]):
+                if isinstance(record, VotersRecord):
+                    base = VoterSet.of(
+                        VoterKey(v.voter_id, v.voter_directory_id) for v in record.voters  # type: ignore[attr-defined]
+                    )
+                else:
+                    level = record.kraft_version  # type: ignore[attr-defined]
+        self.voter_history.reset(base, level)
+        for entry in self.log.entries:
+            self.voter_history.apply(entry.data)
+
+    def _append_entry(self, entry: LogEntry) -> None:
+        self.log.append(entry)
+        before = self.voter_history.latest_offset
+        self.voter_history.apply(entry.data)
+        if isinstance(self.state, Leader) and self.voter_history.latest_offset != before:
+            self._sync_leader_replicas(self.state)
+
+    def _sync_leader_replicas(self, state: Leader) -> None:
+        """The leader tracks the voters of the latest set as replicas, everyone else as observers."""
+        everyone = {**state.observers, **state.replicas}
+        others = self._other_voters()
+        state.replicas = {voter: everyone.get(voter) or ReplicaProgress() for voter in others}
+        state.observers = {node: p for node, p in everyone.items() if node not in state.replicas}
+
     # -- public queries ------------------------------------------------------------------------------------
+
+    @property
+    def voters(self) -> VoterSet:
+        """The voter set in force at the log end (uncommitted changes included, as in Kafka)."""
+        return self.voter_history.latest
+
+    @property
+    def is_voter(self) -> bool:
+        """A node outside the voter set (or with another directory id) is an observer: it only fetches."""
+        return self.voters.key_of(self.config.node_id) == self.config.key
+
+    @property
+    def kraft_version(self) -> int:
+        return self.voter_history.kraft_version_at(self.log.end_offset)
 
     @property
     def epoch(self) -> int:
@@ -170,9 +240,13 @@ class RaftNode:
         """The leader's view of every voter's end offset (-1 = not fetched yet in this epoch)."""
         if not isinstance(self.state, Leader):
             return {}
-        view = {voter: progress.end_offset for voter, progress in self.state.replicas.items()}
-        view[self.config.node_id] = self.log.flushed_end_offset
-        return view
+        return {voter: self._end_offset_of(self.state, voter) for voter in self.voters.ids}
+
+    def _end_offset_of(self, state: Leader, node_id: int) -> int:
+        if node_id == self.config.node_id:
+            return self.log.flushed_end_offset
+        progress = state.replicas.get(node_id) or state.observers.get(node_id)
+        return progress.end_offset if progress is not None else -1
 
     def next_deadline(self, now: float) -> float:
         """The earliest clock value at which `tick` has something to do (inf: only an input can help)."""
@@ -195,21 +269,21 @@ class RaftNode:
     def tick(self, now: float) -> None:
         state = self.state
         if isinstance(state, Leader):
-            if len(self.config.voters) > 1 and now >= state.check_quorum_deadline:
+            if len(self.voters.keys) > 1 and now >= state.check_quorum_deadline:
                 self.resign(now)
                 return
             if now >= state.begin_epoch_resend_at:
                 self._send_begin_epoch(now, state)
         elif isinstance(state, Follower):
             if now >= state.fetch_deadline:
-                if self.config.is_voter:
+                if self.is_voter:
                     self._enter_prospective(now, state.epoch, state.voted_id, state.leader_id)
                 else:
                     self._become_unattached(now, state.epoch, state.voted_id)
             elif state.inflight_id is not None and now >= state.inflight_sent_ms + self.config.request_timeout_ms:
                 state.inflight_id = None  # lost request: the next poll sends a new one
         elif isinstance(state, Unattached) and now >= state.election_deadline:
-            if self.config.is_voter:
+            if self.is_voter:
                 self._enter_prospective(now, state.epoch, state.voted_id, None)
             else:
                 self._ask_for_leader(now, state)
@@ -217,7 +291,8 @@ class RaftNode:
             if now >= state.election_deadline:
                 self._after_election_loss(now)
         elif isinstance(state, Resigned) and now >= state.election_deadline:
-            self._become_unattached(now, state.epoch + 1, None)
+            # a leader that removed itself is an observer now: bumping the epoch would only disturb the quorum
+            self._become_unattached(now, state.epoch + (1 if self.is_voter else 0), None)
         self._poll(now)
 
     def handle(self, now: float, source: int, message: RaftMessage) -> None:
@@ -278,7 +353,7 @@ class RaftNode:
                 f"a batch at offset {entry.base_offset} of epoch {entry.epoch} does not continue the log at "
                 f"{self.log.end_offset} in epoch {state.epoch}"
             )
-        self.log.append(entry)
+        self._append_entry(entry)
         self._poll(now)
         return entry
 
@@ -294,6 +369,85 @@ class RaftNode:
         for voter in successors:
             self._send(voter, EndQuorumEpochRequest(state.epoch, self.config.node_id, successors))
         self._poll(now)
+
+    # -- reconfiguration (KIP-853) -------------------------------------------------------------------------
+
+    def add_voter(self, now: float, key: VoterKey) -> int:
+        """AddRaftVoter: append the voter set with `key` added; returns the VotersRecord's offset. The change
+        is done once the high watermark passes that offset, counted on the new set's majority."""
+        state = self._leader_ready_for_voter_change()
+        if key.node_id in self.voters:
+            raise VoterChangeError("DUPLICATE_VOTER", f"node {key.node_id} is already a voter")
+        progress = state.observers.get(key.node_id)
+        if progress is None or progress.directory_id != key.directory_id:
+            raise VoterChangeError("REQUEST_TIMED_OUT", f"{key} has not fetched from the leader in epoch {self.epoch}")
+        caught_up = (
+            progress.end_offset >= self.high_watermark
+            and progress.last_fetch_ms is not None
+            and now - progress.last_fetch_ms <= self.config.fetch_timeout_ms
+        )
+        if not caught_up:
+            raise VoterChangeError(
+                "REQUEST_TIMED_OUT",
+                f"{key} is not caught up (at {progress.end_offset}, high watermark {self.high_watermark})",
+            )
+        return self._append_voters(now, state, self.voters.with_voter(key))
+
+    def remove_voter(self, now: float, key: VoterKey) -> int:
+        """RemoveRaftVoter: append the voter set without `key`; a leader removing itself leads until the
+        change commits (without counting itself), then resigns."""
+        state = self._leader_ready_for_voter_change()
+        if self.voters.key_of(key.node_id) != key:
+            voters = ", ".join(map(str, self.voters.keys))
+            raise VoterChangeError("VOTER_NOT_FOUND", f"{key} is not a voter (voters: {voters})")
+        if len(self.voters.keys) == 1:
+            raise VoterChangeError("INVALID_REQUEST", "the last voter cannot be removed")
+        return self._append_voters(now, state, self.voters.without_voter(key))
+
+    def update_voter(self, now: float, key: VoterKey) -> int:
+        """UpdateRaftVoter: a voter re-registers under the same node id and directory id (in Kafka, with new
+        endpoints or supported kraft.version range); rewrites the VotersRecord, one change at a time too."""
+        state = self._leader_ready_for_voter_change()
+        if self.voters.key_of(key.node_id) != key:
+            raise VoterChangeError("VOTER_NOT_FOUND", f"{key} is not a voter")
+        return self._append_voters(now, state, self.voters)
+
+    def observer_key(self, node_id: int) -> VoterKey:
+        """The key (node id + the directory id it fetched with) of an observer that fetched in this epoch."""
+        state = self.state
+        if not isinstance(state, Leader):
+            raise NotLeaderError(self.leader_id, self.epoch)
+        progress = state.observers.get(node_id)
+        if progress is None:
+            raise VoterChangeError("REQUEST_TIMED_OUT", f"node {node_id} has not fetched from the leader in epoch "
+                                                        f"{self.epoch}")
+        return VoterKey(node_id, progress.directory_id)
+
+    def _leader_ready_for_voter_change(self) -> Leader:
+        state = self.state
+        if not isinstance(state, Leader):
+            raise NotLeaderError(self.leader_id, self.epoch)
+        if self.kraft_version < KRAFT_VERSION_DYNAMIC:
+            raise VoterChangeError("UNSUPPORTED_VERSION", "the quorum runs kraft.version 0 (static voters)")
+        if self.high_watermark <= state.epoch_start_offset:
+            raise VoterChangeError("REQUEST_TIMED_OUT", f"epoch {state.epoch} has not committed its first batch yet")
+        if self.voter_history.latest_offset >= self.high_watermark and not self.bugs.concurrent_voter_changes:
+            raise VoterChangeError(
+                "REQUEST_TIMED_OUT",
+                f"the voter change at offset {self.voter_history.latest_offset} is not committed yet",
+            )
+        return state
+
+    def _append_voters(self, now: float, state: Leader, voters: VoterSet) -> int:
+        offset = self._append_as_leader(state, [voters_record(voters)], self.timestamp_of(now), True)
+        self._maybe_advance_leader_hw(state)
+        self._poll(now)
+        return offset
+
+    @property
+    def voter_change_pending(self) -> bool:
+        """A VotersRecord above the high watermark: the next change must wait for it."""
+        return self.voter_history.latest_offset >= self.high_watermark
 
     def snapshot_id(self, end_offset: int) -> SnapshotRef:
         """The id a snapshot of [0, end_offset) would get; ValueError unless `end_offset` is committed, a batch
@@ -312,8 +466,17 @@ class RaftNode:
         """Write the state machine's (record, version) pairs as the snapshot of [0, end_offset). The log prefix
         it covers stays until `delete_log_prefix` (the driver decides when it may go)."""
         snapshot = self.snapshot_id(end_offset)
-        self.save_snapshot(snapshot, encode_snapshot(snapshot.epoch, records, timestamp_ms))
+        header = self.snapshot_quorum_records(end_offset)
+        self.save_snapshot(snapshot, encode_snapshot(snapshot.epoch, records, timestamp_ms, header))
         return snapshot
+
+    def snapshot_quorum_records(self, end_offset: int) -> tuple[Any, ...]:
+        """What a snapshot of [0, end_offset) carries in its header batch besides SnapshotHeader: the
+        kraft.version and voter set in force at its last offset (nothing under kraft.version 0)."""
+        level = self.voter_history.kraft_version_at(end_offset - 1)
+        if level < KRAFT_VERSION_DYNAMIC:
+            return ()
+        return (kraft_version_record(level), voters_record(self.voter_history.voters_at(end_offset - 1)))
 
     def save_snapshot(self, snapshot: SnapshotRef, data: bytes) -> None:
         """Keep an already encoded snapshot (from `snapshot_id` + `encode_snapshot`, e.g. encoded on another
@@ -334,16 +497,16 @@ class RaftNode:
 
     def _unattached_deadline(self, now: float) -> float:
         """A voter waits an election timeout before canvassing; an observer asks a voter for the leader at once."""
-        return self._election_deadline(now) if self.config.is_voter else now
+        return self._election_deadline(now) if self.is_voter else now
 
     def _ask_for_leader(self, now: float, state: Unattached) -> None:
         """An observer without a leader fetches from a random voter: a non-leader answers with the leader and
         epoch it knows (KRaft's NOT_LEADER_OR_FOLLOWER), the leader with data; either makes it a Follower."""
         request_id = self._next_request_id
         self._next_request_id += 1
-        voter = self.rng.choice(self.config.voters)
+        voter = self.rng.choice(self._other_voters() or list(self.voters.ids))
         self._send(voter, FetchRequest(state.epoch, self.config.node_id, self.log.end_offset, self.log.last_epoch,
-                                       request_id))
+                                       request_id, self.config.key.directory_id))
         state.election_deadline = now + self.config.bootstrap_retry_ms
 
     def _persist(self, election: ElectionState) -> None:
@@ -411,13 +574,15 @@ class RaftNode:
         state = self.state
         if not isinstance(state, Prospective | Candidate):
             return
-        majority = self.config.majority
-        if len(state.granted) >= majority:
+        voters = self.voters
+        granted = state.granted & set(voters.ids)
+        majority = voters.majority
+        if len(granted) >= majority:
             if isinstance(state, Prospective):
                 self._enter_candidate(now)
             else:
                 self._become_leader(now, state)
-        elif len(self.config.voters) - len(state.rejected) < majority:
+        elif len(voters.keys) - len(state.rejected & set(voters.ids)) < majority:
             self._after_election_loss(now)
 
     def _after_election_loss(self, now: float) -> None:
@@ -433,8 +598,12 @@ class RaftNode:
             self._enter_prospective(now, state.epoch, self.config.node_id, None)
 
     def _on_vote_request(self, now: float, source: int, request: VoteRequest) -> None:
-        if not self.config.is_voter:
-            return
+        if not self.is_voter and self.kraft_version < KRAFT_VERSION_DYNAMIC:
+            return  # a static quorum's observer never votes
+        # Under kraft.version 1 our voter set may be stale both ways (as in Kafka, the request is what says
+        # who votes): a lagging newcomer must vote or a quorum that needs it could never elect a leader. Nor is
+        # the nominee checked against our set: a removed voter is fenced because it stops canvassing once its
+        # log says so, and before that its pre-votes fail against voters that still fetch from the leader.
         log_ok = self._log_is_at_least_as_up_to_date(request.last_epoch, request.end_offset)
         if request.pre_vote:
             granted = request.epoch >= self.epoch and self._can_grant_pre_vote(log_ok)
@@ -466,7 +635,7 @@ class RaftNode:
         if response.epoch >= self.epoch:
             self._observe_epoch(now, response.epoch, response.leader_id)
         state = self.state
-        if source not in self.config.voters or response.epoch > state.epoch:
+        if source not in self.voters or response.epoch > state.epoch:
             return
         # A pre-vote answer may come from a voter still in an older epoch: it knows of no newer leader.
         counts = (isinstance(state, Prospective) and response.pre_vote) or (
@@ -480,7 +649,7 @@ class RaftNode:
     # -- leadership ----------------------------------------------------------------------------------------
 
     def _other_voters(self) -> list[int]:
-        return [voter for voter in self.config.voters if voter != self.config.node_id]
+        return [voter for voter in self.voters.ids if voter != self.config.node_id]
 
     def _become_leader(self, now: float, candidate: Candidate) -> None:
         me = self.config.node_id
@@ -497,10 +666,14 @@ class RaftNode:
         change = LeaderChangeMessage(
             version=0,
             leader_id=me,
-            voters=tuple(Voter(voter_id=voter) for voter in self.config.voters),
+            voters=tuple(Voter(voter_id=voter) for voter in self.voters.ids),
             granting_voters=tuple(Voter(voter_id=voter) for voter in sorted(candidate.granted)),
         )
         self._append_as_leader(state, [change], self.timestamp_of(now), True)
+        if self.config.kraft_version >= KRAFT_VERSION_DYNAMIC and self.kraft_version < KRAFT_VERSION_DYNAMIC:
+            # kraft.version 1 bootstrap: the log itself says which voters are in force from here on
+            bootstrap = [kraft_version_record(KRAFT_VERSION_DYNAMIC), voters_record(self.voters)]
+            self._append_as_leader(state, bootstrap, self.timestamp_of(now), True)
         self._send_begin_epoch(now, state)
 
     def _append_as_leader(
@@ -514,7 +687,7 @@ class RaftNode:
         batch = make_batch(self.log.end_offset, state.epoch, timestamp_ms, messages, control=control,
                            versions=versions)
         entry = LogEntry(batch.base_offset, batch.last_offset, state.epoch, encode_batch(batch))
-        self.log.append(entry)
+        self._append_entry(entry)
         return entry.last_offset
 
     def _send_begin_epoch(self, now: float, state: Leader) -> None:
@@ -566,7 +739,8 @@ class RaftNode:
         if progress is not None:
             progress.acknowledged = True
             state.fetched_since_check.add(source)
-            if len(state.fetched_since_check) + 1 >= self.config.majority:
+            own = 1 if self.is_voter else 0
+            if len(state.fetched_since_check) + own >= self.voters.majority:
                 state.check_quorum_deadline = now + self.config.check_quorum_timeout_ms
                 state.fetched_since_check.clear()
         elif source != self.config.node_id:
@@ -574,6 +748,7 @@ class RaftNode:
             progress = state.observers.setdefault(source, ReplicaProgress())
         if progress is not None:
             progress.last_fetch_ms = now
+            progress.directory_id = request.replica_directory_id
         epoch, end = self.log.end_offset_for_epoch(request.last_fetched_epoch)
         below_start = request.fetch_offset < self.log.start_offset or end < self.log.start_offset
         if self.log.snapshot is not None and below_start:
@@ -606,8 +781,11 @@ class RaftNode:
 
     def _maybe_advance_leader_hw(self, state: Leader) -> None:
         """HW = the end offset a majority has durably reached, once it covers this epoch's first batch."""
-        ends = sorted(self.replica_end_offsets().values(), reverse=True)
-        majority_end = ends[self.config.majority - 1]
+        # the majority is counted on the latest voter set, which is in force at every uncommitted offset
+        # because only one change is ever pending
+        voters = self.voter_history.previous_set() if self.bugs.count_old_majority else self.voters
+        ends = sorted((self._end_offset_of(state, voter) for voter in voters.ids), reverse=True)
+        majority_end = ends[voters.majority - 1]
         own_epoch_committed = majority_end > state.epoch_start_offset
         if majority_end > self.high_watermark and (own_epoch_committed or self.bugs.commit_prior_epoch_entries):
             self.high_watermark = majority_end
@@ -667,7 +845,7 @@ class RaftNode:
             entry = entry_from_bytes(data)
             if entry.base_offset != self.log.end_offset:
                 break
-            self.log.append(entry)
+            self._append_entry(entry)
         self._advance_follower_hw(min(response.high_watermark, self.log.end_offset))
 
     def _advance_follower_hw(self, candidate: int) -> None:
@@ -683,7 +861,7 @@ class RaftNode:
             raise SafetyError(
                 f"node {self.config.node_id}: divergence at {target} is below the high watermark {self.high_watermark}"
             )
-        self.log.truncate_to(target)
+        self.voter_history.truncate(self.log.truncate_to(target))
 
     def _on_fetch_snapshot_response(self, now: float, response: FetchSnapshotResponse) -> None:
         if response.epoch > self.epoch:
@@ -704,6 +882,7 @@ class RaftNode:
         download.received += response.chunk
         if len(download.received) >= response.total_size:
             self.log.install_snapshot(download.snapshot, bytes(download.received))
+            self._rebuild_voter_history()
             self._advance_follower_hw(download.snapshot.end_offset)
             state.download = None
 
@@ -711,6 +890,9 @@ class RaftNode:
 
     def _poll(self, now: float) -> None:
         state = self.state
+        if isinstance(state, Leader) and not self.is_voter and not self.voter_change_pending:
+            self.resign(now)  # it removed itself and that change is committed: let the voters elect a leader
+            return
         if isinstance(state, Leader):
             for replica, parked in list(state.parked.items()):
                 if (
@@ -739,7 +921,8 @@ class RaftNode:
             ))
             return
         self._send(state.leader_id, FetchRequest(
-            state.epoch, self.config.node_id, self.log.end_offset, self.log.last_epoch, request_id
+            state.epoch, self.config.node_id, self.log.end_offset, self.log.last_epoch, request_id,
+            self.config.key.directory_id,
         ))
 
     def _send(self, destination: int, message: RaftMessage) -> None:
@@ -748,3 +931,8 @@ class RaftNode:
     def take_outbox(self) -> list[Envelope]:
         out, self.outbox = self.outbox, []
         return out
+
+
+def _first_batch_size(data: bytes) -> int:
+    """A snapshot's header batch (KRaftVersion and Voters records ride in it) ends here."""
+    return 12 + int.from_bytes(data[8:12], "big")

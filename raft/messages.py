@@ -63,6 +63,7 @@ class FetchRequest:
     fetch_offset: int
     last_fetched_epoch: int
     fetch_id: int
+    replica_directory_id: str = ""  # KIP-853: the leader adds a voter only with the key that fetched
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,7 @@ class ReplicaProgress:
     end_offset: int = -1
     last_fetch_ms: float | None = None
     acknowledged: bool = False
+    directory_id: str = ""
 
 
 @dataclass(slots=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 from raft.client import RaftClient
 from raft.config import QuorumConfig
-from raft.core import NotLeaderError
+from raft.core import NotLeaderError, VoterChangeError
 from raft.messages import Envelope
 from raft.transport import decode_message, encode_frame, encode_message, read_frame, request
 from records.metadata_types import NoOpRecord
@@ -24,6 +24,7 @@ PEER_QUEUE_LIMIT = 10_000
 RECONNECT_BACKOFF_S = 0.05
 APPEND_TIMEOUT_S = 10.0
 SHUTDOWN_GRACE_S = 2.0
+AUTO_JOIN_INTERVAL_S = 0.5
 
 
 class PeerLink:
@@ -97,7 +98,10 @@ class QuorumServer:
         loop.add_signal_handler(signal.SIGINT, stop.set)
         kind = "voter" if self.node_id in self.config.voters else "observer"
         print(f"quorum {kind} {self.node_id} listening on {host}:{port}", flush=True)
+        joining = loop.create_task(self._auto_join()) if self.config.auto_join else None
         await stop.wait()
+        if joining is not None:
+            joining.cancel()
         self.client.resign()
         await asyncio.sleep(0.1)  # let EndQuorumEpoch reach the voters
         server.close()
@@ -105,6 +109,18 @@ class QuorumServer:
         await self.client.stop()
         for link in self.peers.values():
             link.close()
+
+    async def _auto_join(self) -> None:
+        """Kafka's controller.quorum.auto.join.enable: an observer asks whoever leads to add it as a voter
+        (the leader adds it once it is caught up), once; a later removal is not undone."""
+        while not self.client.core.is_voter:
+            await asyncio.sleep(AUTO_JOIN_INTERVAL_S)
+            leader = self.client.core.leader_id
+            if leader is None or leader not in self.config.nodes:
+                continue
+            host, port = self.config.nodes[leader]
+            with contextlib.suppress(OSError, TimeoutError, asyncio.IncompleteReadError):
+                await request(host, port, {"kind": "add_voter", "nodeId": self.node_id}, APPEND_TIMEOUT_S)
 
     async def _close_connections(self) -> None:
         """End every inbound connection so its handler returns by itself: Python 3.11's stream server logs a
@@ -130,6 +146,8 @@ class QuorumServer:
                     continue
                 if kind == "append":
                     response = await self._append(int(header.get("records", 1)))
+                elif kind in ("add_voter", "remove_voter"):
+                    response = await self._change_voters(kind == "add_voter", int(header["nodeId"]))
                 elif kind == "describe":
                     response = self.client.describe()
                 else:
@@ -152,6 +170,18 @@ class QuorumServer:
         return {"offset": offset, "epoch": self.client.epoch}
 
 
+    async def _change_voters(self, add: bool, node_id: int) -> dict[str, Any]:
+        try:
+            offset = await asyncio.wait_for(self.client.change_voters(add, node_id), APPEND_TIMEOUT_S)
+        except NotLeaderError as error:
+            return {"error": "not_leader", "leaderId": error.leader_id, "epoch": error.epoch}
+        except VoterChangeError as error:
+            return {"error": error.code, "message": str(error)}
+        except TimeoutError:
+            return {"error": "timeout"}
+        return {"offset": offset, "epoch": self.client.epoch, "voters": list(self.client.core.voters.ids)}
+
+
 def run_node(config: QuorumConfig, node_id: int) -> int:
     server = QuorumServer(config, node_id)
     asyncio.run(server.serve())
@@ -168,7 +198,7 @@ class QuorumUnavailable(Exception):
 async def describe_quorum(config: QuorumConfig, timeout: float = 2.0) -> dict[str, Any]:
     """The leader's view (with every voter's end offset and lag), asking any reachable node for the leader."""
     views: dict[int, dict[str, Any]] = {}
-    for node_id, (host, port) in sorted(config.voters.items()):
+    for node_id, (host, port) in sorted(config.nodes.items()):
         with contextlib.suppress(OSError, TimeoutError, asyncio.IncompleteReadError):
             views[node_id] = await request(host, port, {"kind": "describe"}, timeout)
         view = views.get(node_id)
@@ -177,8 +207,8 @@ async def describe_quorum(config: QuorumConfig, timeout: float = 2.0) -> dict[st
         if view["role"] == "Leader":
             return view
         leader = view.get("leaderId")
-        if leader in config.voters and leader not in views:
-            host, port = config.voters[leader]
+        if leader in config.nodes and leader not in views:
+            host, port = config.nodes[leader]
             with contextlib.suppress(OSError, TimeoutError, asyncio.IncompleteReadError):
                 leader_view = await request(host, port, {"kind": "describe"}, timeout)
                 if leader_view["role"] == "Leader":
@@ -199,7 +229,7 @@ class AppendSession:
 
     async def _call(self, node_id: int, header: dict[str, Any]) -> dict[str, Any]:
         if node_id not in self._connections:
-            host, port = self.config.voters[node_id]
+            host, port = self.config.nodes[node_id]
             self._connections[node_id] = await asyncio.wait_for(asyncio.open_connection(host, port), 1.0)
         reader, writer = self._connections[node_id]
         try:
@@ -222,11 +252,26 @@ class AppendSession:
             return {"error": "unreachable", "node": target}
         if response.get("error") == "not_leader":
             leader = response.get("leaderId")
-            self.leader = leader if leader in self.config.voters else self._next_after(target)
+            self.leader = leader if leader in self.config.nodes else self._next_after(target)
+        return response
+
+    async def change_voters(self, add: bool, node_id: int) -> dict[str, Any]:
+        """One AddRaftVoter / RemoveRaftVoter attempt through the leader: `{"offset", "epoch", "voters"}` once
+        the new voter set committed it, else `{"error", ...}` (not_leader, unreachable, Kafka's error codes)."""
+        target = self.leader if self.leader is not None else min(self.config.voters)
+        kind = "add_voter" if add else "remove_voter"
+        try:
+            response = await self._call(target, {"kind": kind, "nodeId": node_id})
+        except (OSError, TimeoutError, asyncio.IncompleteReadError):
+            self.leader = self._next_after(target)
+            return {"error": "unreachable", "node": target}
+        if response.get("error") == "not_leader":
+            leader = response.get("leaderId")
+            self.leader = leader if leader in self.config.nodes else self._next_after(target)
         return response
 
     def _next_after(self, node_id: int) -> int:
-        ordered = sorted(self.config.voters)
+        ordered = sorted(self.config.nodes)
         return ordered[(ordered.index(node_id) + 1) % len(ordered)]
 
     def close(self) -> None:

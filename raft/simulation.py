@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from raft.core import BugFlags, RaftConfig, RaftNode, SafetyError
+from raft.core import BugFlags, RaftConfig, RaftNode, SafetyError, VoterChangeError
 from raft.election_state import MemoryElectionStore
 from raft.log import LogEntry, RaftLog, SimulatedDisk
 from raft.messages import BeginQuorumEpochRequest, EndQuorumEpochRequest, Envelope, VoteRequest, VoteResponse
@@ -31,6 +31,7 @@ class ScenarioResult:
     trace: tuple[str, ...]
     committed_offsets: int
     max_epoch: int
+    voter_changes: int = 0  # VotersRecords the leaders accepted (reconfiguration scenarios)
 
 
 @dataclass(slots=True)
@@ -69,8 +70,11 @@ class Simulation:
         liveness_bound_ms: float = 15000.0,
         voter_count: int | None = None,
         observer: bool | None = None,
+        reconfigure: bool | None = None,
     ) -> None:
-        """`observer`: add one observer node (None: a seeded coin decides)."""
+        """`observer`: add one observer node (None: a seeded coin decides). `reconfigure`: run kraft.version 1
+        and add and remove voters while the faults happen (None: a seeded coin decides; implies an observer,
+        the usual node to add)."""
         self.seed = seed
         self.rng = random.Random(seed)
         self.bugs = bugs or BugFlags()
@@ -82,7 +86,9 @@ class Simulation:
         self.liveness_bound_ms = liveness_bound_ms
         count = voter_count or self.rng.choice((3, 3, 3, 5))
         self.voters = tuple(range(1, count + 1))
+        self.reconfigure = self.rng.random() < 0.5 if reconfigure is None else reconfigure
         with_observer = self.rng.random() < 0.5 if observer is None else observer
+        with_observer = with_observer or self.reconfigure
         self.observers = (count + 1,) if with_observer else ()
         self.node_ids = self.voters + self.observers
         self.nodes = {node_id: SimNode(node_id) for node_id in self.node_ids}
@@ -97,11 +103,15 @@ class Simulation:
         self._queue: list[tuple[float, int, Callable[[], None]]] = []
         self._sequence = itertools.count()
         self._write_ids = itertools.count(1)
-        self.checker = InvariantChecker(self.voters)
+        # under reconfiguration any node may become a voter: the static observer rules apply to none
+        self.checker = InvariantChecker(self.node_ids if self.reconfigure else self.voters)
         self.post_heal_writes: set[bytes] = set()
         self.first_post_heal_commit: int | None = None  # the end offset of the first post-heal write committed
         # Small fetches make more interleavings reachable (a follower can hold half of a leader's tail).
         self.fetch_max_bytes = self.rng.choice((1, 200, 1024 * 1024))
+        # node -> (epoch it leads, the high watermark last checked); reset by a restart
+        self.voter_changes = 0
+        self._checked_majority: dict[int, tuple[int, int]] = {}
 
     # -- scheduling ------------------------------------------------------------------------------------------
 
@@ -116,12 +126,16 @@ class Simulation:
         for node in self.nodes.values():
             self._start(node)
         self._schedule_faults()
+        if self.reconfigure:
+            self._schedule_reconfigurations()
         self._at(self.fault_ms, self._heal)
         self._at(0.0, self._write)
         end = self.fault_ms + self.liveness_bound_ms
         while self._queue and not self.violations:
             time, _, action = heapq.heappop(self._queue)
-            if time > end or (self.live_after_heal and time > (self.healed_at or 0) + self.liveness_bound_ms / 3):
+            settled = self.live_after_heal and time > (self.healed_at or 0) + self.liveness_bound_ms / 3
+            # observers get until `end`: one may follow a removed voter that does not know it yet
+            if time > end or (settled and self._observers_caught_up()):
                 break
             self.now = time
             try:
@@ -143,16 +157,21 @@ class Simulation:
             tuple(self.trace),
             len(self.checker.committed),
             max(self.checker.leaders_by_epoch, default=0),
+            self.voter_changes,
         )
 
     # -- nodes -----------------------------------------------------------------------------------------------
 
     def _config(self, node_id: int) -> RaftConfig:
-        return RaftConfig(node_id=node_id, voters=self.voters, fetch_max_bytes=self.fetch_max_bytes)
+        return RaftConfig(
+            node_id=node_id, voters=self.voters, fetch_max_bytes=self.fetch_max_bytes,
+            kraft_version=1 if self.reconfigure else 0,
+        )
 
     def _start(self, node: SimNode) -> None:
         node.incarnation += 1
         self.checker.restarted(node.node_id)
+        self._checked_majority.pop(node.node_id, None)
         node.flush_pending = False
         node_rng = random.Random(self.rng.getrandbits(64))
         node.core = RaftNode(
@@ -178,6 +197,8 @@ class Simulation:
         if deadline != float("inf"):
             self._at(max(deadline, self.now), lambda: self._tick(node, incarnation, token))
         self._check(node)
+        if core.role is Role.LEADER:
+            self._check_voter_changes(node.node_id, core)
 
     def _live(self, node: SimNode, incarnation: int) -> RaftNode | None:
         return node.core if node.core is not None and node.incarnation == incarnation else None
@@ -294,6 +315,71 @@ class Simulation:
                 self._at(start, functools.partial(self._partition, frozenset(side)))
                 self._at(min(start + duration, self.fault_ms), self._unpartition)
 
+    def _schedule_reconfigurations(self) -> None:
+        """Voter changes every few hundred ms, during faults and a little after: many land while the previous
+        change is still uncommitted (and must then be refused)."""
+        time = self.rng.uniform(200.0, 800.0)
+        while time < self.fault_ms + self.liveness_bound_ms / 6:
+            self._at(time, self._reconfigure)
+            time += self.rng.uniform(150.0, 900.0)
+
+    def _reconfigure(self) -> None:
+        leaders = [n for n in self.nodes.values() if n.core is not None and n.core.role is Role.LEADER]
+        if not leaders:
+            return
+        node = max(leaders, key=lambda n: n.core.epoch if n.core else -1)
+        core = node.core
+        assert core is not None
+        voters = core.voters
+        outside = [n for n in self.node_ids if n not in voters]
+        try:
+            if outside and (len(voters.keys) < 3 or self.rng.random() < 0.5):
+                newcomer = self.nodes[self.rng.choice(outside)]
+                key = newcomer.core.config.key if newcomer.core else self._config(newcomer.node_id).key
+                offset = core.add_voter(self.now, key)
+                self.voter_changes += 1
+                self._log(f"leader {node.node_id} adds voter {key.node_id} at offset {offset}")
+            else:
+                key = self.rng.choice(voters.keys)
+                offset = core.remove_voter(self.now, key)
+                self.voter_changes += 1
+                self._log(f"leader {node.node_id} removes voter {key.node_id} at offset {offset}")
+        except VoterChangeError as error:
+            self._log(f"leader {node.node_id} refuses a voter change: {error}")
+        self._after(node)
+
+    def _check_voter_changes(self, me: int, core: RaftNode) -> None:
+        """KIP-853's safety: at most one voter change uncommitted in a leader's log (so the old and the new
+        majorities always intersect), and every advance of the high watermark backed by a durable majority of
+        the voter set in force where the leader's log ends (the newest set: with one change pending, any
+        majority of it meets any majority of the set before, so any future leader holds the batch)."""
+        committed_end = self.checker.max_leader_high_watermark
+        pending = [o for o in core.voter_history.record_offsets if o >= committed_end]
+        if len(pending) > 1:
+            self._violation(f"leader {me}: voter changes at offsets {pending} are uncommitted at once")
+        hw = core.high_watermark
+        epoch, checked = self._checked_majority.get(me, (-1, 0))
+        if epoch != core.epoch:  # what it knew as a follower was committed by earlier leaders
+            self._checked_majority[me] = (core.epoch, hw)
+            return
+        if hw <= checked or hw <= core.log.start_offset:
+            return
+        self._checked_majority[me] = (core.epoch, hw)
+        entry = core.log.entries_between(hw - 1, hw)[0]
+        voters = core.voters
+        holders = [v for v in voters.ids if self._durably_holds(v, entry)]
+        if len(holders) < voters.majority:
+            self._violation(
+                f"leader {me}: high watermark {hw} committed by {holders}, not a majority of the voters "
+                f"{list(voters.ids)} in force at its log end {core.log.end_offset}"
+            )
+
+    def _durably_holds(self, node_id: int, entry: LogEntry) -> bool:
+        disk = self.nodes[node_id].disk
+        if disk.snapshot is not None and disk.snapshot.end_offset >= entry.end_offset:
+            return True
+        return any(e.base_offset == entry.base_offset and e.data == entry.data for e in disk.durable)
+
     def _partition(self, side: frozenset[int]) -> None:
         self._log(f"partition {sorted(side)} | {sorted(set(self.node_ids) - side)}")
         self.blocked = {(a, b) for a in self.node_ids for b in self.node_ids if (a in side) != (b in side)}
@@ -318,6 +404,11 @@ class Simulation:
             self._restart(node_id)
 
     # -- invariants --------------------------------------------------------------------------------------------
+
+    def _observers_caught_up(self) -> bool:
+        goal = self.first_post_heal_commit or 0
+        cores = [self.nodes[observer].core for observer in self.observers]
+        return all(core is None or core.high_watermark >= goal for core in cores)
 
     def _check_observer_caught_up(self, observer: int) -> None:
         """Liveness for an observer: by the end it has learned the commit of the first post-heal write."""

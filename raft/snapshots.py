@@ -9,9 +9,16 @@ from records import RecordBatch, decode_batches, encode_batch
 from records.snapshot_file import snapshot_batches
 
 
-def encode_snapshot(epoch: int, records: Sequence[tuple[Any, int]], last_contained_timestamp_ms: int) -> bytes:
-    """The snapshot file of the state machine's (record, schema version) pairs."""
-    batches = snapshot_batches(epoch, records, last_contained_timestamp_ms, last_contained_timestamp_ms)
+def encode_snapshot(
+    epoch: int,
+    records: Sequence[tuple[Any, int]],
+    last_contained_timestamp_ms: int,
+    quorum_records: Sequence[Any] = (),
+) -> bytes:
+    """The snapshot file of the state machine's (record, schema version) pairs; `quorum_records` (KRaftVersion
+    + Voters under kraft.version 1) ride in the header batch, as in Kafka."""
+    batches = snapshot_batches(epoch, records, last_contained_timestamp_ms, last_contained_timestamp_ms,
+                               header_records=quorum_records)
     return b"".join(encode_batch(batch) for batch in batches)
 
 

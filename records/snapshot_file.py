@@ -20,12 +20,14 @@ def snapshot_batches(
     append_time_ms: int,
     *,
     records_per_batch: int = RECORDS_PER_BATCH,
+    header_records: Sequence[Any] = (),
 ) -> list[RecordBatch]:
     """The batches of a snapshot of (record, schema version) pairs: each record is written at the version its
-    writer chose (the image's metadata.version decides), not at its type's latest."""
+    writer chose (the image's metadata.version decides), not at its type's latest. `header_records` follow
+    SnapshotHeader in the first batch (KRaftVersionRecord + VotersRecord under kraft.version 1)."""
     header = SnapshotHeaderRecord(version=0, last_contained_log_timestamp=last_contained_log_timestamp_ms)
-    batches = [make_batch(0, epoch, append_time_ms, [header], control=True)]
-    offset = 1
+    batches = [make_batch(0, epoch, append_time_ms, [header, *header_records], control=True)]
+    offset = 1 + len(header_records)
     for start in range(0, len(records), records_per_batch):
         chunk = records[start : start + records_per_batch]
         batches.append(

@@ -4,7 +4,7 @@ The file keeps them in three tables ([quorum], [voters], [observers]); the setti
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -37,6 +37,8 @@ class QuorumSettings(BaseModel):
     fetch_max_wait_ms: float = 500.0
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     observers: dict[int, Address] = Field(default_factory=dict)
+    kraft_version: Literal[0, 1] = 0  # 1: dynamic quorum (KIP-853), [voters] only bootstraps the voter set
+    auto_join: bool = False  # an observer asks the leader to add it as a voter (kraft_version 1)
 
     @model_validator(mode="after")
     def _voters_are_not_observers(self) -> QuorumSettings:

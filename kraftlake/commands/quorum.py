@@ -1,5 +1,6 @@
-"""`kraftlake quorum start|describe|append|simulate`: run a KRaft-style voter or observer, inspect the quorum like
-`kafka-metadata-quorum describe`, write test load, and run the deterministic simulation."""
+"""`kraftlake quorum start|describe|append|add-voter|remove-voter|simulate`: run a KRaft-style voter or observer,
+inspect the quorum like `kafka-metadata-quorum describe`, write test load, change the voter set at runtime
+(KIP-853, kraft_version = 1), and run the deterministic simulation."""
 
 from __future__ import annotations
 
@@ -42,6 +43,13 @@ def register(subparsers: Any) -> None:
     append.add_argument("--count", type=int, default=1, help="batches to append, one after the other")
     append.add_argument("--records", type=int, default=1, help="NoOpRecords per batch")
     append.set_defaults(handler=_append)
+
+    for name, verb in (("add-voter", "add an observer (caught up) to"), ("remove-voter", "remove a voter from")):
+        change = commands.add_parser(name, help=f"{verb} the voter set; waits until the new set commits it")
+        change.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
+        change.add_argument("--node-id", type=int, required=True)
+        change.add_argument("--timeout", type=float, default=30.0, help="seconds to keep retrying")
+        change.set_defaults(handler=_change_voters, add=name == "add-voter")
 
     simulate = commands.add_parser("simulate", help="run seeded fault-injection scenarios and check the invariants")
     simulate.add_argument("--seeds", type=int, default=100)
@@ -93,6 +101,32 @@ def _append(args: argparse.Namespace) -> int:
         return 0
 
     return asyncio.run(run())
+
+
+# refusals that waiting cannot cure (Kafka's error codes)
+FINAL_VOTER_ERRORS = ("DUPLICATE_VOTER", "VOTER_NOT_FOUND", "UNSUPPORTED_VERSION", "INVALID_REQUEST")
+
+
+def _change_voters(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+
+    async def run() -> dict[str, Any]:
+        session = AppendSession(config)
+        deadline = asyncio.get_running_loop().time() + args.timeout
+        try:
+            while True:
+                response = await session.change_voters(args.add, args.node_id)
+                if "offset" in response:
+                    return response
+                if response.get("error") in FINAL_VOTER_ERRORS or asyncio.get_running_loop().time() > deadline:
+                    raise UserFacingError(f"voter change refused: {response.get('message', response)}")
+                await asyncio.sleep(0.2)  # not caught up yet, a change pending, or no leader: try again
+        finally:
+            session.close()
+
+    response = asyncio.run(run())
+    print(f"voters {response['voters']} committed at offset {response['offset']} (epoch {response['epoch']})")
+    return 0
 
 
 def _simulate(args: argparse.Namespace) -> int:

@@ -17,13 +17,14 @@ from controller.raft_log import RaftMetadataLog
 from controller.replication import NewTopic
 from controller.snapshot_generator import SnapshotGenerator
 from controller.versions import SUPPORTED_FEATURES
-from raft.client import RaftClient
+from raft.client import RaftClient, monotonic_ms
 from raft.core import RaftConfig
 from raft.log import LOG_DIR_NAME
 from raft.messages import Envelope
 from raft.snapshots import snapshot_data_batches
-from records import MetadataLogDir
+from records import MetadataLogDir, decode_batches
 from records import metadata_types as mt
+from records.control_types import KRaftVersionRecord, SnapshotHeaderRecord, VotersRecord
 
 T = TypeVar("T")
 TIMEOUT = 60
@@ -32,11 +33,12 @@ TIMEOUT = 60
 class Node:
     """A lone voter on an asyncio loop in a thread, with the controller and the snapshot generator on top."""
 
-    def __init__(self, data_dir: Path, floor: Callable[[], int]) -> None:
+    def __init__(self, data_dir: Path, floor: Callable[[], int], kraft_version: int = 0) -> None:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.client = RaftClient(RaftConfig(node_id=1, voters=(1,)), data_dir, self._discard)
+        self.client = RaftClient(RaftConfig(node_id=1, voters=(1,), kraft_version=kraft_version), data_dir,
+                                 self._discard)
         self.client.hold_log_prefix(floor)
         self.log = RaftMetadataLog(self.client, self.loop)
         config = ControllerConfig(metadata_version="3.3", noop_interval_ms=0, bootstrap_features={})
@@ -137,3 +139,26 @@ def test_a_restarted_node_starts_from_its_snapshot(tmp_path: Path, floor: list[i
         assert second.controller.committed_image.topics == topics
     finally:
         second.close()
+
+
+def test_the_controller_keeps_writing_across_a_voter_change_and_snapshots_carry_the_voters(
+    tmp_path: Path, floor: list[int]
+) -> None:
+    """KIP-853: the Raft layer writes its own VotersRecord between the controller's batches; the active
+    controller carries on after it, and its snapshots hold KRaftVersion + Voters in the header batch."""
+    node = Node(tmp_path, lambda: floor[0], kraft_version=1)
+    try:
+        _populate(node.controller)
+        core = node.client.core
+        voters_offset = node.on_loop(lambda: core.update_voter(monotonic_ms(), core.config.key))
+        node.controller.create_topics([NewTopic("after", partitions=1, replication_factor=1)]).result(TIMEOUT)
+        assert node.controller.is_active and "after" in node.controller.committed_image.topics.by_name
+        kinds = {type(r.message) for b in MetadataLogDir(tmp_path / LOG_DIR_NAME).log_batches()
+                 if b.base_offset <= voters_offset <= b.last_offset for r in b.records}
+        assert kinds == {VotersRecord}
+        snapshot = node.snapshots.write_snapshot()
+        assert snapshot is not None
+        header = next(iter(decode_batches((tmp_path / LOG_DIR_NAME / snapshot.file_name()).read_bytes())))
+        assert [type(r.message) for r in header.records] == [SnapshotHeaderRecord, KRaftVersionRecord, VotersRecord]
+    finally:
+        node.close()

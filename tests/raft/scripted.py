@@ -39,9 +39,10 @@ class ScriptedCluster:
         self.disks[node].durable = list(entries)
         self.stores[node].state = election
 
-    def start(self, node: int, voters: tuple[int, ...] = VOTERS) -> None:
-        """`voters`: the voter set this node believes in (a misconfigured node may disagree with the others)."""
-        config = RaftConfig(node_id=node, voters=voters, fetch_max_bytes=1)
+    def start(self, node: int, voters: tuple[int, ...] = VOTERS, kraft_version: int = 0) -> None:
+        """`voters`: the voter set this node believes in (a misconfigured node may disagree with the others);
+        with `kraft_version` 1 only the bootstrap set: the log then says who votes."""
+        config = RaftConfig(node_id=node, voters=voters, fetch_max_bytes=1, kraft_version=kraft_version)
         self.checker.restarted(node)
         self.cores[node] = RaftNode(
             config, RaftLog(self.disks[node]), self.stores[node], random.Random(self.rng.random()), self.now, self.bugs

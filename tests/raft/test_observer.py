@@ -145,7 +145,7 @@ def test_config_lists_observers_and_start_accepts_their_ids(tmp_path: Path) -> N
     config = load_config(path)
     assert config.observers == {7: ("127.0.0.1", 7)} and sorted(config.nodes) == [1, 2, 3, 7]
     raft = config.raft_config(7)
-    assert raft.voters == (1, 2, 3) and not raft.is_voter and raft.majority == 2
+    assert raft.voters == (1, 2, 3) and 7 not in raft.bootstrap_voters and raft.bootstrap_voters.majority == 2
     with pytest.raises(SettingsError, match="neither a voter"):
         config.raft_config(8)
     path.write_text('[voters]\n1 = "127.0.0.1:1"\n[observers]\n1 = "127.0.0.1:7"\n')

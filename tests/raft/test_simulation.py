@@ -86,3 +86,16 @@ def test_simulate_command_prints_the_failing_seed_and_its_trace(capsys: pytest.C
     assert "failed:" in out and "trace of seed" in out and "VIOLATION" in out
     assert out.strip().splitlines()[-1].startswith("12 scenarios, ")
     assert not out.strip().endswith(", 0 violations")
+
+
+def test_reconfiguration_scenarios_hold_every_invariant() -> None:
+    results = [Simulation(seed, reconfigure=True).run() for seed in range(1000, 1100)]
+    assert [(r.seed, r.violations[0]) for r in results if r.violations] == []
+    assert sum(r.voter_changes for r in results) > 100  # voters really came and went
+
+
+@pytest.mark.parametrize("bug", ["concurrent_voter_changes", "count_old_majority"])
+def test_broken_reconfigurations_are_caught(bug: str) -> None:
+    bugs = BugFlags(**{bug: True})
+    caught = [seed for seed in range(40) if Simulation(seed, bugs=bugs, reconfigure=True).run().violations]
+    assert caught, f"{bug} went unnoticed in 40 reconfiguration scenarios"
