@@ -182,7 +182,7 @@ class RaftNode:
             for _, record in control_records_of(self.log.snapshot_data[:_first_batch_size(self.log.snapshot_data)]):
                 if isinstance(record, VotersRecord):
                     base = VoterSet.of(
-                        VoterKey(v.voter_id, v.voter_directory_id) for v in record.voters  # type: ignore[attr-defined]
+                        VoterKey(v.voter_id, v.voter_directory_id) for v in record.voters
                     )
                 else:
                     level = record.kraft_version  # type: ignore[attr-defined]
