@@ -105,12 +105,7 @@ class MicroBatchWriter:
             if self.pipeline is None:
                 if not messages:
                     return
-                self.pipeline = MetadataPipeline(
-                    open_warehouse(self.config.warehouse, self.config.storage_options),
-                    hold_gaps=True,
-                    idle_publish_ms=int(self.config.idle_publish_seconds * 1000),
-                )
-                self._catch_up(self.pipeline, before_kafka_offset=messages[0][0])
+                self.pipeline = self._rebuilt(before_kafka_offset=messages[0][0])
             self._apply(self.pipeline, messages)
         except (MaterializeError, ReplayError) as error:
             self.failure = str(error)
@@ -138,10 +133,24 @@ class MicroBatchWriter:
                 pipeline.loaded_offset + 1, len(pipeline.held),
             )
 
+    def _rebuilt(self, before_kafka_offset: int) -> MetadataPipeline:
+        """The replay state after the topic's messages before `before_kafka_offset` (what earlier runs of
+        the job consumed; the sink skips what the warehouse already holds)."""
+        pipeline = MetadataPipeline(
+            open_warehouse(self.config.warehouse, self.config.storage_options),
+            hold_gaps=True,
+            idle_publish_ms=int(self.config.idle_publish_seconds * 1000),
+        )
+        self._catch_up(pipeline, before_kafka_offset)
+        return pipeline
+
     def flush(self) -> None:
-        if self.pipeline is not None:
-            with paused_collector():
-                self.pipeline.flush()
+        """Publish an offset-only image still held. A run that found nothing new built no state, while an
+        earlier run may have been stopped holding one: rebuild from the topic first, then publish."""
+        with paused_collector():
+            if self.pipeline is None:
+                self.pipeline = self._rebuilt(before_kafka_offset=topic_end(self.config))
+            self.pipeline.flush()
 
     def _load_log(self, pipeline: MetadataPipeline, run: list[TopicMessage]) -> None:
         if not run:
@@ -190,6 +199,16 @@ def collect_messages(frame: Any) -> list[TopicMessage]:
     table = frame.select("offset", "key", "value").toArrow().sort_by("offset")
     columns = (table.column(name).to_pylist() for name in ("offset", "key", "value"))
     return [TopicMessage(*row) for row in zip(*columns, strict=True)]
+
+
+def topic_end(config: MaterializeConfig) -> int:
+    """The Kafka offset after the last message of partition 0."""
+    consumer = Consumer({"bootstrap.servers": config.bootstrap_servers, "group.id": f"kraftlake-end-{os.getpid()}"})
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(config.topic, 0), timeout=REBUILD_TIMEOUT_S)
+        return int(high)
+    finally:
+        consumer.close()
 
 
 def read_topic(config: MaterializeConfig, end_kafka_offset: int) -> Iterator[TopicMessage]:
@@ -276,9 +295,9 @@ def run(config: MaterializeConfig, spark: Any | None = None) -> None:
     query = start_query(spark, config, writer)
     try:
         query.awaitTermination()
+        writer.flush()  # the topic is drained (available-now): publish an offset-only image still held
     except Exception as error:
         raise MaterializeError(writer.failure or concise_failure(str(error))) from None
-    writer.flush()  # the topic is drained (available-now): publish an offset-only image still held
 
 
 def concise_failure(text: str) -> str:

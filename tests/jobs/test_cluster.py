@@ -76,6 +76,7 @@ def _submit(
         *cluster.submit_args(), str(REPO / "jobs" / "materialize.py"),
         "--bootstrap-servers", bootstrap, "--topic", topic, "--warehouse", warehouse, *_option_flags(store),
         "--checkpoint", str(root / "checkpoint"), "--available-now", "--max-offsets-per-trigger", str(MICRO_BATCH),
+        "--idle-publish-seconds", "0",  # an image per micro-batch, as the uninterrupted reference run publishes
     ]
     with (root / "job.log").open("wb") as log:
         return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=root, env=cluster.submit_env())
