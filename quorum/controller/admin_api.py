@@ -26,6 +26,7 @@ from quorum.controller.controller import QuorumController
 from quorum.controller.errors import ControllerError, InvalidRequestError, UnknownTopicError
 from quorum.controller.features import UpgradeType
 from quorum.controller.partition_change import Election
+from quorum.controller.registration import ControllerRegistrationRequest
 from quorum.controller.replication import IsrChange, IsrChangeOutcome, NewTopic, TopicOutcome
 from quorum.controller.security import AclBinding, AclFilter, ScramUpsertion, TokenInfo
 from replay.canonical import partition_json
@@ -114,6 +115,7 @@ OPERATIONS: dict[str, Handler] = {
     "create-partitions": lambda c, b: c.create_partitions(str(b.get("topic", "")), _int(b, "count"),
                                                           b.get("assignments")),
     "register-broker": lambda c, b: c.register_broker(_registration(b)),
+    "register-controller": lambda c, b: c.register_controller(ControllerRegistrationRequest.from_json(b)),
     "unregister-broker": lambda c, b: c.unregister_broker(_int(b, "broker_id")),
     "heartbeat": lambda c, b: c.broker_heartbeat(
         _int(b, "broker_id"), _int(b, "broker_epoch"), _int(b, "metadata_offset", -1),
@@ -178,6 +180,14 @@ def describe(controller: QuorumController) -> dict[str, Any]:
             str(b.broker_id): {"epoch": b.epoch, "fenced": b.fenced, "in_controlled_shutdown": b.in_controlled_shutdown,
                                "rack": b.rack}
             for b in image.cluster.brokers.values()
+        },
+        "controllers": {
+            str(c.controller_id): {
+                "incarnation_id": c.incarnation_id,
+                "endpoints": [f"{e.name}://{e.host}:{e.port}" for e in c.listeners],
+                "features": {f.name: [f.min_supported_version, f.max_supported_version] for f in c.supported_features},
+            }
+            for c in image.cluster.controllers.values()
         },
         "topics": {
             t.name: {"topic_id": t.topic_id, "partitions": len(t.partitions)} for t in image.topics.by_id.values()

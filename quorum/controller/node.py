@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,17 @@ from typing import Any
 from kraftlake.errors import UserFacingError
 from quorum.config import load_config
 from quorum.controller.admin_api import AdminServer
+from quorum.controller.admin_client import AdminClient
 from quorum.controller.config import ControllerConfig
 from quorum.controller.controller import QuorumController
 from quorum.controller.raft_log import RaftMetadataLog
+from quorum.controller.registration import (
+    CONTROLLER_LISTENER,
+    ControllerRegistrationRequest,
+    new_incarnation_id,
+)
 from quorum.controller.snapshot_generator import SnapshotGenerator
+from quorum.controller.versions import SUPPORTED_FEATURES
 from quorum.publisher import DEFAULT_TOPIC, MetadataPublisher, PublisherConfig
 from quorum.server import QuorumServer
 
@@ -70,8 +78,15 @@ async def serve(quorum_config_path: Path, settings: ControllerSettings, node_id:
     server = QuorumServer(quorum_config, node_id)
     metadata_log = RaftMetadataLog(server.client, asyncio.get_running_loop())
     controller_config = settings.controller_config(node_id)
+    registration = None
+    if node_id in quorum_config.voters:  # observers replicate the log but are no controllers
+        host, port = quorum_config.voters[node_id]
+        registration = ControllerRegistrationRequest(
+            node_id, new_incarnation_id(), [(CONTROLLER_LISTENER, host, port)], dict(SUPPORTED_FEATURES)
+        )
     controller = QuorumController(
-        metadata_log, controller_config, controller_addresses=settings.admin_addresses
+        metadata_log, controller_config, controller_addresses=settings.admin_addresses,
+        registration=registration, registration_sender=_registration_sender(settings),
     ).start()
     publisher = None
     if bootstrap:
@@ -96,6 +111,16 @@ async def serve(quorum_config_path: Path, settings: ControllerSettings, node_id:
         await loop.run_in_executor(None, controller.close)
         if publisher is not None:
             await loop.run_in_executor(None, publisher.close)
+
+
+def _registration_sender(settings: ControllerSettings) -> Callable[[ControllerRegistrationRequest], None] | None:
+    """How a standby hands its registration to the active controller: the admin API, as the
+    ControllerRegistration RPC does in Kafka."""
+    addresses = list(settings.admin_addresses.values())
+    if not addresses:
+        return None
+    client = AdminClient(addresses, settings.admin_token, timeout_s=10.0)
+    return lambda request: client.call("register-controller", request.to_json())
 
 
 def run_controller_node(quorum_config: Path, controller_config: Path, node_id: int, bootstrap: str | None) -> int:
