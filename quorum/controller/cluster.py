@@ -139,7 +139,8 @@ def register_broker(ctx: WriteContext, request: BrokerRegistrationRequest) -> Co
                 f"another broker (incarnation {existing.incarnation_id}) is registered with id {request.broker_id} "
                 f"and still heartbeating"
             )
-        records += partition_updates_removing(ctx, request.broker_id)  # the old incarnation died uncleanly
+        # the old incarnation died uncleanly: out of ISRs and ELRs (its log may lack acknowledged writes)
+        records += partition_updates_removing(ctx, request.broker_id, unclean_shutdown=True)
     epoch = ctx.next_write_offset + len(records)
     records.append(mt.RegisterBrokerRecord(
         broker_id=request.broker_id,

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from quorum.controller.config_defs import validate_configs
 from quorum.controller.context import ControllerResult, WriteContext
 from quorum.controller.errors import BrokerNotRegisteredError, InvalidRequestError, UnknownTopicError
+from quorum.controller.replication import MIN_INSYNC_REPLICAS, elr_enabled
 from records import metadata_types as mt
 from replay.configs import BROKER, TOPIC
 
@@ -76,4 +77,7 @@ def incremental_alter_configs(
         for name in sorted(set(current) | set(updated))
         if current.get(name) != updated.get(name)
     ]
+    if elr_enabled(state) and any(r.name == MIN_INSYNC_REPLICAS for r in records):
+        # The ELRs were computed against the old min ISR (Kafka's createClearElrRecordsAsNeeded).
+        records.append(mt.ClearElrRecord(topic_name=resource_name if resource_type == TOPIC else ""))
     return ControllerResult(records, updated)

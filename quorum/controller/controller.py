@@ -344,7 +344,7 @@ class QuorumController:
         try:
             if not self._loader.has_seen_record and self._loader.image.is_empty():
                 self._append("bootstrap", features.bootstrap_records(
-                    self.config.bootstrap_metadata_version, self.config.bootstrap_features
+                    self.config.bootstrap_metadata_version, self.config.bootstrap_feature_levels
                 ))
             elif self._open_transaction is not None:
                 self._append("activation", [_ABORT(reason="the controller that opened it failed over")])
