@@ -2,7 +2,9 @@
 
 Brokers register, heartbeat and report the committed offset they were last told (so they unfence once
 caught up), crash (stop heartbeating, come back with a new incarnation), and shut down in a controlled way.
-Partition leaders shrink and expand their ISRs. The operator mixes topic creation and deletion, configs,
+Partition leaders shrink and expand their ISRs; a replica a reassignment adds catches up and joins the ISR
+first, which completes the reassignment. The operator reassigns partitions (and cancels some), and mixes
+topic creation and deletion, configs,
 ACLs, quotas, SCRAM users, delegation tokens and producer-id blocks. Every choice comes from one seeded
 random generator and the controller's answers, so a seed replays the same workload against the same
 responses. Large clusters are built in batches of at most `max_partitions_per_request` partitions.
@@ -181,7 +183,7 @@ class BrokerSimulator:
             (30, self.heartbeat_all), (8, self._isr_change), (3, self._crash), (10, self._restart),
             (2, self._controlled_shutdown), (4, lambda: self.create_topic(self.rng.randint(1, 4))),
             (3, self._delete_topic), (5, self._config), (4, self._acl), (3, self._quota), (3, self._scram),
-            (3, self._token), (4, self._producer_ids),
+            (3, self._token), (4, self._producer_ids), (3, self._reassign),
         ]
         weights = [weight for weight, _ in actions]
         self.rng.choices([action for _, action in actions], weights)[0]()
@@ -242,7 +244,10 @@ class BrokerSimulator:
             return
         isr = list(state["isr"])
         outside = [r for r in state["replicas"] if r not in isr]
-        if outside and self.rng.random() < 0.5:
+        catching_up = [r for r in state["addingReplicas"] if r not in isr and self._is_live(r)]
+        if catching_up:
+            isr.append(catching_up[0])  # a reassignment's new replica copied the log: it joins the ISR
+        elif outside and self.rng.random() < 0.5:
             isr.append(self.rng.choice(outside))  # expand: a follower caught up
         elif len(isr) > 1:
             isr.remove(self.rng.choice([r for r in isr if r != leader.broker_id]))  # shrink: a follower lags
@@ -251,6 +256,33 @@ class BrokerSimulator:
                 "topic": topic, "partition": int(partition_id), "leader_epoch": state["leaderEpoch"],
                 "partition_epoch": state["partitionEpoch"], "isr": isr,
             }],
+        })
+
+    def _is_live(self, broker_id: int) -> bool:
+        return any(b.broker_id == broker_id and b.epoch is not None for b in self.brokers)
+
+    def _reassign(self) -> None:
+        """Move a partition to other brokers, or cancel a reassignment under way."""
+        if not self.topics:
+            return
+        topic = self.rng.choice(self.topics)
+        try:
+            partitions = self.admin.describe_topic(topic)["partitions"]
+        except AdminError:
+            return
+        partition_id = self.rng.choice(sorted(partitions, key=int))
+        state = partitions[partition_id]
+        ongoing = bool(state["addingReplicas"] or state["removingReplicas"])
+        live = [b.broker_id for b in self._live()]
+        rf = len(state["replicas"]) - len(state["removingReplicas"])
+        if ongoing and self.rng.random() < 0.3:
+            target = None
+        elif len(live) >= rf:
+            target = self.rng.sample(live, rf)
+        else:
+            return
+        self._call("reassign", "alter-reassignments", {
+            "reassignments": [{"topic": topic, "partition": int(partition_id), "replicas": target}],
         })
 
     def _delete_topic(self) -> None:

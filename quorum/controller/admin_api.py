@@ -26,6 +26,7 @@ from quorum.controller.controller import QuorumController
 from quorum.controller.errors import ControllerError, InvalidRequestError, UnknownTopicError
 from quorum.controller.features import UpgradeType
 from quorum.controller.partition_change import Election
+from quorum.controller.reassignment import OngoingReassignment
 from quorum.controller.registration import ControllerRegistrationRequest
 from quorum.controller.replication import IsrChange, IsrChangeOutcome, NewTopic, TopicOutcome
 from quorum.controller.security import AclBinding, AclFilter, ScramUpsertion, TokenInfo
@@ -129,6 +130,13 @@ OPERATIONS: dict[str, Handler] = {
     "elect-leaders": lambda c, b: c.elect_leaders(
         _election(b), None if b.get("partitions") is None else [(str(t), int(p)) for t, p in b["partitions"]]
     ),
+    "alter-reassignments": lambda c, b: c.alter_partition_reassignments({
+        (str(x["topic"]), int(x["partition"])): None if x.get("replicas") is None else [int(r) for r in x["replicas"]]
+        for x in _list(b, "reassignments")
+    }),
+    "list-reassignments": lambda c, b: c.list_partition_reassignments(
+        None if b.get("partitions") is None else [(str(t), int(p)) for t, p in b["partitions"]]
+    ),
     "alter-configs": lambda c, b: c.incremental_alter_configs(
         _resource_type(b), str(b.get("resource_name", "")), _config_changes(b)
     ),
@@ -155,7 +163,8 @@ OPERATIONS: dict[str, Handler] = {
 
 def to_json(value: Any) -> Any:
     """Results as JSON: outcomes and errors by their own `to_json`, containers recursively."""
-    if isinstance(value, TopicOutcome | IsrChangeOutcome | HeartbeatReply | TokenInfo | ControllerError):
+    if isinstance(value, TopicOutcome | IsrChangeOutcome | HeartbeatReply | TokenInfo | ControllerError
+                  | OngoingReassignment):
         return value.to_json()
     if isinstance(value, dict):
         return {str(k): to_json(v) for k, v in value.items()}

@@ -21,7 +21,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 import failpoints
-from quorum.controller import cluster, configs, features, quotas, replication, security
+from quorum.controller import cluster, configs, features, quotas, reassignment, replication, security
 from quorum.controller.clock import Clock, SystemClock
 from quorum.controller.config import ControllerConfig
 from quorum.controller.context import ControllerResult, WriteContext
@@ -488,6 +488,18 @@ class QuorumController:
     def elect_leaders(self, election: Election,
                       partitions: Sequence[tuple[str, int]] | None = None) -> Future[dict[str, dict[int, Any]]]:
         return self._submit("electLeaders", lambda ctx: replication.elect_leaders(ctx, election, partitions))
+
+    def alter_partition_reassignments(
+        self, targets: Mapping[tuple[str, int], Sequence[int] | None]
+    ) -> Future[dict[str, dict[int, Any]]]:
+        return self._submit("alterPartitionReassignments",
+                            lambda ctx: reassignment.alter_partition_reassignments(ctx, targets))
+
+    def list_partition_reassignments(
+        self, partitions: Sequence[tuple[str, int]] | None = None
+    ) -> Future[dict[str, dict[int, reassignment.OngoingReassignment]]]:
+        return self._submit("listPartitionReassignments",
+                            lambda ctx: reassignment.list_partition_reassignments(ctx, partitions))
 
     def register_broker(self, request: cluster.BrokerRegistrationRequest) -> Future[int]:
         return self._submit("registerBroker", lambda ctx: cluster.register_broker(ctx, request))
