@@ -23,6 +23,7 @@ from quorum.controller.cluster import BrokerRegistrationRequest, HeartbeatReply,
 from quorum.controller.config_defs import RESOURCE_TYPES
 from quorum.controller.configs import ConfigChange, ConfigOp
 from quorum.controller.controller import QuorumController
+from quorum.controller.directories import DirectoryAssignment
 from quorum.controller.errors import ControllerError, InvalidRequestError, UnknownTopicError
 from quorum.controller.features import UpgradeType
 from quorum.controller.partition_change import Election
@@ -121,7 +122,12 @@ OPERATIONS: dict[str, Handler] = {
     "heartbeat": lambda c, b: c.broker_heartbeat(
         _int(b, "broker_id"), _int(b, "broker_epoch"), _int(b, "metadata_offset", -1),
         want_fence=bool(b.get("want_fence", False)), want_shutdown=bool(b.get("want_shutdown", False)),
+        offline_log_dirs=[str(d) for d in _list(b, "offline_log_dirs")],
     ),
+    "assign-replicas-to-dirs": lambda c, b: c.assign_replicas_to_dirs(_int(b, "broker_id"), _int(b, "broker_epoch"), [
+        DirectoryAssignment(str(x["directory"]), str(x["topic_id"]), int(x["partition"]))
+        for x in _list(b, "assignments")
+    ]),
     "alter-partition": lambda c, b: c.alter_partition(_int(b, "broker_id"), _int(b, "broker_epoch"), [
         IsrChange(str(x["topic"]), int(x["partition"]), int(x["leader_epoch"]), int(x["partition_epoch"]),
                   tuple(int(i) for i in x["isr"]), int(x.get("leader_recovery_state", 0)))

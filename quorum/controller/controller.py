@@ -21,7 +21,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 import failpoints
-from quorum.controller import cluster, configs, features, quotas, reassignment, replication, security
+from quorum.controller import cluster, configs, directories, features, quotas, reassignment, replication, security
 from quorum.controller.clock import Clock, SystemClock
 from quorum.controller.config import ControllerConfig
 from quorum.controller.context import ControllerResult, WriteContext
@@ -511,9 +511,17 @@ class QuorumController:
         return self._submit("unregisterBroker", lambda ctx: cluster.unregister_broker(ctx, broker_id))
 
     def broker_heartbeat(self, broker_id: int, broker_epoch: int, metadata_offset: int, *,
-                         want_fence: bool = False, want_shutdown: bool = False) -> Future[cluster.HeartbeatReply]:
+                         want_fence: bool = False, want_shutdown: bool = False,
+                         offline_log_dirs: Sequence[str] = ()) -> Future[cluster.HeartbeatReply]:
         return self._submit("brokerHeartbeat", lambda ctx: cluster.broker_heartbeat(
-            ctx, broker_id, broker_epoch, metadata_offset, want_fence, want_shutdown
+            ctx, broker_id, broker_epoch, metadata_offset, want_fence, want_shutdown, offline_log_dirs
+        ))
+
+    def assign_replicas_to_dirs(
+        self, broker_id: int, broker_epoch: int, assignments: Sequence[directories.DirectoryAssignment]
+    ) -> Future[dict[str, dict[int, Any]]]:
+        return self._submit("assignReplicasToDirs", lambda ctx: directories.assign_replicas_to_dirs(
+            ctx, broker_id, broker_epoch, assignments
         ))
 
     def incremental_alter_configs(self, resource_type: int, resource_name: str,

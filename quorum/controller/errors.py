@@ -199,8 +199,3 @@ class NoReassignmentInProgressError(ControllerError):
 class InvalidReplicaStateError(ControllerError):
     code = "INVALID_REPLICA_STATE"
     http_status = 409
-
-
-class KafkaStorageError(ControllerError):
-    code = "KAFKA_STORAGE_ERROR"
-    http_status = 409

@@ -42,6 +42,7 @@ from quorum.controller.placement import UsableBroker, place_replicas
 from quorum.controller.state import ControllerState, TopicPartition
 from quorum.controller.versions import ELIGIBLE_LEADER_REPLICAS_VERSION, MV_3_7_IV2
 from records import metadata_types as mt
+from replay.cluster import BrokerRegistration
 from replay.configs import BROKER, TOPIC
 from replay.topics import MIGRATING_DIRECTORY, NO_LEADER_CHANGE, PartitionRegistration
 
@@ -123,6 +124,18 @@ def unclean_election_enabled(state: ControllerState, topic_name: str) -> bool:
     if value is None:
         value = state.configs(BROKER, "").get("unclean.leader.election.enable", "false")
     return value.lower() == "true"
+
+
+def registered_broker(state: ControllerState, broker_id: int, broker_epoch: int) -> BrokerRegistration:
+    """The broker's registration, if `broker_epoch` is its current epoch."""
+    broker = state.broker(broker_id)
+    if broker is None:
+        raise BrokerNotRegisteredError(f"broker {broker_id} is not registered")
+    if broker.epoch != broker_epoch:
+        raise StaleBrokerEpochError(
+            f"broker {broker_id} sent epoch {broker_epoch}, but its current epoch is {broker.epoch}"
+        )
+    return broker
 
 
 def elr_enabled(state: ControllerState) -> bool:
@@ -394,14 +407,7 @@ def alter_partition(
     ctx: WriteContext, broker_id: int, broker_epoch: int, changes: Sequence[IsrChange]
 ) -> ControllerResult[list[IsrChangeOutcome]]:
     """ISR changes proposed by a partition leader, each checked against the leader and partition epochs."""
-    state = ctx.state
-    broker = state.broker(broker_id)
-    if broker is None:
-        raise BrokerNotRegisteredError(f"broker {broker_id} is not registered")
-    if broker.epoch != broker_epoch:
-        raise StaleBrokerEpochError(
-            f"broker {broker_id} sent epoch {broker_epoch}, but its current epoch is {broker.epoch}"
-        )
+    registered_broker(ctx.state, broker_id, broker_epoch)
     records = []
     outcomes = []
     pending: dict[TopicPartition, PartitionRegistration] = {}
