@@ -1,13 +1,14 @@
 """A broker simulator: B simulated brokers and an operator drive the controller through its admin API.
 
-Brokers register, heartbeat and report the committed offset they were last told (so they unfence once
-caught up), crash (stop heartbeating, come back with a new incarnation), and shut down in a controlled way.
-Partition leaders shrink and expand their ISRs; a replica a reassignment adds catches up and joins the ISR
-first, which completes the reassignment. The operator reassigns partitions (and cancels some), and mixes
-topic creation and deletion, configs,
-ACLs, quotas, SCRAM users, delegation tokens and producer-id blocks. Every choice comes from one seeded
-random generator and the controller's answers, so a seed replays the same workload against the same
-responses. Large clusters are built in batches of at most `max_partitions_per_request` partitions.
+Brokers register (with two log directories each: JBOD), heartbeat and report the committed offset they
+were last told (so they unfence once caught up), crash (stop heartbeating, come back with a new
+incarnation), shut down in a controlled way, tell the controller which directory holds each new replica, and
+now and then lose a directory. Partition leaders shrink and expand their ISRs; a replica a reassignment adds
+catches up and joins the ISR first, which completes the reassignment. The operator reassigns partitions (and
+cancels some) and mixes topic creation and deletion, configs, ACLs, quotas, SCRAM users, delegation tokens
+and producer-id blocks. Every choice comes from one seeded random generator and the controller's answers,
+so a seed replays the same workload against the same responses. Large clusters are built in batches of at
+most `max_partitions_per_request` partitions.
 
 At scale, one step can outlast a broker session (fencing a broker that holds 25k partitions writes 25k
 records), and brokers that only heartbeat between steps get fenced in a cascade. `heartbeat_interval_ms`
@@ -26,6 +27,9 @@ from typing import Any, Protocol
 
 from quorum.controller.admin_client import AdminError
 from quorum.controller.versions import SUPPORTED_FEATURES
+from replay.topics import UNASSIGNED_DIRECTORY
+
+DIRECTORIES_PER_BROKER = 2
 
 EXPECTED_REFUSALS = {
     "STALE_BROKER_EPOCH", "FENCED_LEADER_EPOCH", "INVALID_UPDATE_VERSION", "NOT_LEADER_OR_FOLLOWER",
@@ -48,6 +52,7 @@ class SimulatedBroker:
     epoch: int | None = None  # None: not registered (never, or crashed)
     offset: int = -1  # the committed offset it last heard of
     shutting_down: bool = False
+    offline_dirs: list[str] = field(default_factory=list)  # failed log directories it reports
 
 
 @dataclass
@@ -97,9 +102,16 @@ class BrokerSimulator:
                 self.report.refused[error.code] = self.report.refused.get(error.code, 0) + 1
             return None
 
+    def _directories(self, broker: SimulatedBroker) -> list[str]:
+        """Its log directories' ids: fixed per broker, as meta.properties keeps them across restarts."""
+        return [self._uuid(broker.broker_id, 1 << 32 | index) for index in range(DIRECTORIES_PER_BROKER)]
+
+    def _uuid(self, broker_id: int, serial: int) -> str:
+        raw = (self.config.seed % 2**32).to_bytes(4, "big") + broker_id.to_bytes(4, "big") + serial.to_bytes(8, "big")
+        return base64.urlsafe_b64encode(raw)[:22].decode("ascii")
+
     def _incarnation_id(self, broker: SimulatedBroker) -> str:
-        raw = (self.config.seed % 2**32).to_bytes(4, "big") + broker.broker_id.to_bytes(4, "big")
-        return base64.urlsafe_b64encode(raw + broker.incarnation.to_bytes(8, "big"))[:22].decode("ascii")
+        return self._uuid(broker.broker_id, broker.incarnation)
 
     # -- brokers ---------------------------------------------------------------------------------------------
 
@@ -108,20 +120,23 @@ class BrokerSimulator:
             "broker_id": broker.broker_id, "incarnation_id": self._incarnation_id(broker), "rack": broker.rack,
             "listeners": [{"name": "PLAINTEXT", "host": "127.0.0.1", "port": 9092 + broker.broker_id}],
             "features": {name: list(levels) for name, levels in SUPPORTED_FEATURES.items()},
+            "log_dirs": self._directories(broker),
         })
         if epoch is not None:
             with self._lock:
                 broker.epoch = epoch
                 broker.shutting_down = False
+                broker.offline_dirs = []  # the failed disk was replaced before the restart
 
     def heartbeat(self, broker: SimulatedBroker, action: str = "heartbeat") -> None:
         with self._lock:
             epoch, offset, shutting_down = broker.epoch, broker.offset, broker.shutting_down
+            offline = list(broker.offline_dirs)
         if epoch is None:
             return
         reply = self._call(action, "heartbeat", {
             "broker_id": broker.broker_id, "broker_epoch": epoch, "metadata_offset": offset,
-            "want_shutdown": shutting_down,
+            "want_shutdown": shutting_down, "offline_log_dirs": offline,
         })
         with self._lock:
             if broker.epoch != epoch:
@@ -183,7 +198,8 @@ class BrokerSimulator:
             (30, self.heartbeat_all), (8, self._isr_change), (3, self._crash), (10, self._restart),
             (2, self._controlled_shutdown), (4, lambda: self.create_topic(self.rng.randint(1, 4))),
             (3, self._delete_topic), (5, self._config), (4, self._acl), (3, self._quota), (3, self._scram),
-            (3, self._token), (4, self._producer_ids), (3, self._reassign),
+            (3, self._token), (4, self._producer_ids), (3, self._reassign), (4, self._assign_directories),
+            (1, self._fail_directory),
         ]
         weights = [weight for weight, _ in actions]
         self.rng.choices([action for _, action in actions], weights)[0]()
@@ -284,6 +300,38 @@ class BrokerSimulator:
         self._call("reassign", "alter-reassignments", {
             "reassignments": [{"topic": topic, "partition": int(partition_id), "replicas": target}],
         })
+
+    def _assign_directories(self) -> None:
+        """A live broker reports which of its directories holds each replica the controller left UNASSIGNED."""
+        live = self._live()
+        if not live or not self.topics:
+            return
+        broker = self.rng.choice(live)
+        topic = self.rng.choice(self.topics)
+        try:
+            described = self.admin.describe_topic(topic)
+        except AdminError:
+            return
+        assignments = [
+            {"directory": self.rng.choice(self._directories(broker)), "topic_id": described["topic_id"],
+             "partition": int(partition_id)}
+            for partition_id, state in sorted(described["partitions"].items(), key=lambda item: int(item[0]))
+            if broker.broker_id in state["replicas"]
+            and state["directories"][state["replicas"].index(broker.broker_id)] == UNASSIGNED_DIRECTORY
+        ]
+        if assignments:
+            self._call("assign-dirs", "assign-replicas-to-dirs", {
+                "broker_id": broker.broker_id, "broker_epoch": broker.epoch, "assignments": assignments,
+            })
+
+    def _fail_directory(self) -> None:
+        """A disk fails: the broker reports the directory offline from its next heartbeat on."""
+        live = [b for b in self._live() if not b.offline_dirs]
+        if live:
+            broker = self.rng.choice(live)
+            with self._lock:
+                broker.offline_dirs = [self.rng.choice(self._directories(broker))]
+            self.heartbeat(broker, "directory-failure")
 
     def _delete_topic(self) -> None:
         if self.topics:
