@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -274,6 +274,46 @@ class BrokerSimulator:
             }],
         })
 
+    def alter_isr(self, topic: str, partition_id: int, isr: list[int]) -> Any:
+        """The partition's leader proposes `isr` (AlterPartition); the controller's outcome, or None."""
+        state = self.admin.describe_topic(topic)["partitions"][str(partition_id)]
+        leader = next((b for b in self._live() if b.broker_id == state["leader"]), None)
+        if leader is None:
+            return None
+        return self._call("alter-partition", "alter-partition", {
+            "broker_id": leader.broker_id, "broker_epoch": leader.epoch, "changes": [{
+                "topic": topic, "partition": partition_id, "leader_epoch": state["leaderEpoch"],
+                "partition_epoch": state["partitionEpoch"], "isr": isr,
+            }],
+        })
+
+    def catch_up_reassignments(self) -> int:
+        """Every live replica a reassignment adds copies the log and joins the ISR, which completes the
+        reassignment once all have; returns how many partitions' ISRs grew."""
+        grown = 0
+        for topic, partitions in (self._call("list-reassignments", "list-reassignments", {}) or {}).items():
+            for partition_id in partitions:
+                state = self.admin.describe_topic(topic)["partitions"][partition_id]
+                joining = [r for r in state["addingReplicas"] if self._is_live(r) and r not in state["isr"]]
+                if joining and self.alter_isr(topic, int(partition_id), [*state["isr"], *joining]) is not None:
+                    grown += 1
+        return grown
+
+    def assign_directories(self, broker_id: int, topics: Sequence[str]) -> int:
+        """The broker places its UNASSIGNED replicas of `topics` in its first directory; returns how many."""
+        broker = self.brokers[broker_id]
+        placed = 0
+        for topic in topics:
+            placed += self._assign_topic_directories(broker, topic, lambda: self._directories(broker)[0])
+        return placed
+
+    def fail_directory(self, broker_id: int, index: int = 0) -> None:
+        """The broker's directory `index` fails: reported from its next heartbeat on."""
+        broker = self.brokers[broker_id]
+        with self._lock:
+            broker.offline_dirs = [self._directories(broker)[index]]
+        self.heartbeat(broker, "directory-failure")
+
     def _is_live(self, broker_id: int) -> bool:
         return any(b.broker_id == broker_id and b.epoch is not None for b in self.brokers)
 
@@ -304,34 +344,34 @@ class BrokerSimulator:
     def _assign_directories(self) -> None:
         """A live broker reports which of its directories holds each replica the controller left UNASSIGNED."""
         live = self._live()
-        if not live or not self.topics:
-            return
-        broker = self.rng.choice(live)
-        topic = self.rng.choice(self.topics)
+        if live and self.topics:
+            broker = self.rng.choice(live)
+            self._assign_topic_directories(broker, self.rng.choice(self.topics),
+                                           lambda: self.rng.choice(self._directories(broker)))
+
+    def _assign_topic_directories(self, broker: SimulatedBroker, topic: str, choose: Callable[[], str]) -> int:
         try:
             described = self.admin.describe_topic(topic)
         except AdminError:
-            return
+            return 0
         assignments = [
-            {"directory": self.rng.choice(self._directories(broker)), "topic_id": described["topic_id"],
-             "partition": int(partition_id)}
+            {"directory": choose(), "topic_id": described["topic_id"], "partition": int(partition_id)}
             for partition_id, state in sorted(described["partitions"].items(), key=lambda item: int(item[0]))
             if broker.broker_id in state["replicas"]
             and state["directories"][state["replicas"].index(broker.broker_id)] == UNASSIGNED_DIRECTORY
         ]
-        if assignments:
+        if assignments and broker.epoch is not None:
             self._call("assign-dirs", "assign-replicas-to-dirs", {
                 "broker_id": broker.broker_id, "broker_epoch": broker.epoch, "assignments": assignments,
             })
+        return len(assignments)
 
     def _fail_directory(self) -> None:
         """A disk fails: the broker reports the directory offline from its next heartbeat on."""
         live = [b for b in self._live() if not b.offline_dirs]
         if live:
             broker = self.rng.choice(live)
-            with self._lock:
-                broker.offline_dirs = [self.rng.choice(self._directories(broker))]
-            self.heartbeat(broker, "directory-failure")
+            self.fail_directory(broker.broker_id, self.rng.randrange(DIRECTORIES_PER_BROKER))
 
     def _delete_topic(self) -> None:
         if self.topics:
