@@ -183,6 +183,8 @@ def partition_updates_removing(ctx: WriteContext, broker_id: int, *, unclean_shu
     keys = set(state.partitions_of_broker.get(broker_id, ()))
     if unclean_shutdown:
         keys |= state.elr_partitions_of_broker.get(broker_id, set())
+    shutdown = frozenset((broker_id,)) if unclean_shutdown else frozenset()
+    policies: dict[str, ElrPolicy] = {}  # per topic: fencing a big broker touches many partitions of each
     for topic_id, partition_id in sorted(keys):
         partition = state.partition(topic_id, partition_id)
         assert partition is not None
@@ -193,7 +195,7 @@ def partition_updates_removing(ctx: WriteContext, broker_id: int, *, unclean_shu
             election=Election.UNCLEAN if unclean_election_enabled(state, topic_name) else Election.ONLINE,
             is_acceptable_leader=lambda b: is_acceptable_leader(state, b, excluded=broker_id),
             metadata_version=ctx.metadata_version,
-            elr=elr_policy(state, topic_id, frozenset((broker_id,)) if unclean_shutdown else frozenset()),
+            elr=policies.get(topic_id) or policies.setdefault(topic_id, elr_policy(state, topic_id, shutdown)),
         )
         if record is not None:
             records.append(record)
@@ -204,6 +206,7 @@ def partition_updates_adding(ctx: WriteContext, broker_id: int) -> list[Any]:
     """Leaders for leaderless partitions that `broker_id`, about to be unfenced, can now lead."""
     state = ctx.state
     records = []
+    policies: dict[str, ElrPolicy] = {}
     for topic_id, partition_id in sorted(state.leaderless):
         partition = state.partition(topic_id, partition_id)
         if partition is None or broker_id not in partition.replicas:
@@ -217,7 +220,7 @@ def partition_updates_adding(ctx: WriteContext, broker_id: int) -> list[Any]:
             election=Election.UNCLEAN if unclean else Election.ONLINE,
             is_acceptable_leader=lambda b: b == broker_id or is_acceptable_leader(state, b),
             metadata_version=ctx.metadata_version,
-            elr=elr_policy(state, topic_id),
+            elr=policies.get(topic_id) or policies.setdefault(topic_id, elr_policy(state, topic_id)),
         )
         if record is not None:
             records.append(record)
