@@ -4,6 +4,7 @@ active controller registering itself once the bootstrap has committed."""
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 
@@ -78,3 +79,29 @@ def test_the_active_controller_registers_itself_after_the_bootstrap() -> None:
         assert controller.committed_image.cluster.controllers[1].incarnation_id == request.incarnation_id
     finally:
         controller.close()
+
+
+def test_a_standby_registers_through_the_active_controller() -> None:
+    log = LocalMetadataLog(auto_commit=True)
+    clock = ManualClock()
+
+    def node(node_id: int, sender: object = None) -> QuorumController:
+        request = ControllerRegistrationRequest(node_id, new_incarnation_id(),
+                                                [("CONTROLLER", "127.0.0.1", 9090 + node_id)], dict(SUPPORTED_FEATURES))
+        return QuorumController(log, ControllerConfig(node_id=node_id, noop_interval_ms=0), clock=clock,
+                                rng=random.Random(node_id), background_tasks=False, registration=request,
+                                registration_sender=sender).start()  # type: ignore[arg-type]
+
+    active = node(1)
+    standby = node(2, lambda request: active.register_controller(request).result(TIMEOUT))
+    try:
+        log.elect(1, clock.now_ms())
+        deadline = time.monotonic() + TIMEOUT
+        while len(standby.committed_image.cluster.controllers) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)  # both register on their own (the idle wakeup drives it): wait, generously
+        controllers = standby.committed_image.cluster.controllers
+        assert sorted(controllers) == [1, 2]
+        assert controllers[2].listeners[0].port == 9092
+    finally:
+        standby.close()
+        active.close()
