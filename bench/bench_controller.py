@@ -21,13 +21,13 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
+from brokersim.simulator import BrokerSimulator, SimulationConfig
+from controller.admin_client import AdminClient
+from controller.publisher import PublisherConfig, resume_offset
 from kraftlake.broker import LocalBroker
-from quorum.controller.admin_client import AdminClient
-from quorum.processes import ControllerProcesses
-from quorum.publisher import PublisherConfig, resume_offset
-from quorum.server import describe_quorum
-from quorum.simulator import BrokerSimulator, SimulationConfig
+from raft.server import describe_quorum
 from records import decode_batch
+from tests.harness.processes import ControllerProcesses
 
 SECONDS = 10.0
 CLIENTS = 8

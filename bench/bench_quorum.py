@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from quorum.processes import QuorumProcesses
-from quorum.server import AppendSession
+from raft.server import AppendSession
+from tests.harness.processes import QuorumProcesses
 
 LATENCY_APPENDS = 500
 THROUGHPUT_SECONDS = 5.0

@@ -18,11 +18,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from brokersim.simulator import BrokerSimulator, SimulationConfig
+from controller.admin_client import AdminClient, AdminError
+from controller.controller import MID_TRANSACTION_FAILPOINT
 from kraftlake.broker import LocalBroker, stop_broker
 from kraftlake.local_cluster import LocalCluster
-from quorum.controller.admin_client import AdminClient, AdminError
-from quorum.controller.controller import MID_TRANSACTION_FAILPOINT
-from quorum.simulator import BrokerSimulator, SimulationConfig
 from records import decode_batch
 from records import metadata_types as mt
 

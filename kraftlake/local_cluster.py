@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -14,12 +15,23 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
+from controller.admin_client import AdminClient, AdminError
 from kraftlake.broker import LocalBroker
-from quorum.controller.admin_client import AdminClient, AdminError
-from quorum.processes import REPO, free_ports
 from records import decode_batch
 
 TOPIC = "kraftlake-metadata"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct loopback ports free right now (held open together so none is handed out twice)."""
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("127.0.0.1", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
 
 
 class LocalCluster:

@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from controller.admin_client import AdminClient
+from controller.node import DEFAULT_CONTROLLER_CONFIG, TOKEN_ENV, load_settings, run_controller_node
+from controller.versions import SUPPORTED_FEATURES
 from kraftlake.config import resolve_bootstrap
 from kraftlake.errors import UserFacingError
-from quorum.config import DEFAULT_CONFIG as DEFAULT_QUORUM_CONFIG
-from quorum.controller.admin_client import AdminClient
-from quorum.controller.node import DEFAULT_CONTROLLER_CONFIG, TOKEN_ENV, load_settings, run_controller_node
-from quorum.controller.versions import SUPPORTED_FEATURES
+from raft.config import DEFAULT_CONFIG as DEFAULT_QUORUM_CONFIG
 
 
 def register(subparsers: Any) -> None:

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from kraftlake.errors import UserFacingError
-from quorum.config import DEFAULT_CONFIG, load_config
-from quorum.raft import BugFlags
-from quorum.server import AppendSession, QuorumUnavailable, describe_quorum, print_describe, run_node
-from quorum.simulation import Simulation
+from raft.config import DEFAULT_CONFIG, load_config
+from raft.core import BugFlags
+from raft.server import AppendSession, QuorumUnavailable, describe_quorum, print_describe, run_node
+from raft.simulation import Simulation
 
 BUG_NAMES = tuple(BugFlags.__dataclass_fields__)
 

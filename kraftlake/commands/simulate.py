@@ -1,5 +1,5 @@
 """`kraftlake simulate`: simulated brokers and an operator drive the running controllers (see
-quorum.simulator); prints what was done and refused as JSON."""
+brokersim.simulator); prints what was done and refused as JSON."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from brokersim.simulator import BrokerSimulator, SimulationConfig
+from controller.node import DEFAULT_CONTROLLER_CONFIG, TOKEN_ENV
 from kraftlake.commands.admin import admin_client
-from quorum.controller.node import DEFAULT_CONTROLLER_CONFIG, TOKEN_ENV
-from quorum.simulator import BrokerSimulator, SimulationConfig
 
 
 def register(subparsers: Any) -> None:

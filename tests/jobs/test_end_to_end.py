@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from brokersim.simulator import BrokerSimulator, SimulationConfig
+from controller.admin_client import AdminClient, AdminError
+from controller.controller import MID_TRANSACTION_FAILPOINT
 from jobs.time_travel import image_at_offset, published_images
 from jobs.warehouse import Warehouse
 from kraftlake.local_cluster import LocalCluster
-from quorum.controller.admin_client import AdminClient, AdminError
-from quorum.controller.controller import MID_TRANSACTION_FAILPOINT
-from quorum.simulator import BrokerSimulator, SimulationConfig
 from records import MetadataLogDir
 from records import metadata_types as mt
 from replay.canonical import canonical_json

@@ -1,0 +1,119 @@
+"""The broker simulator against a controller served over HTTP: it builds its cluster, runs a mixed
+workload whose effects replay, and replays identically from the same seed."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from brokersim.simulator import BrokerSimulator, SimulationConfig
+from controller import ControllerConfig, LocalMetadataLog, ManualClock, QuorumController
+from controller.admin_api import AdminServer
+from controller.admin_client import AdminClient
+from records import metadata_types as mt
+from replay.loader import BatchLoader
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[LocalMetadataLog, QuorumController, AdminClient]]:
+    """Real time and a short session: crashed brokers get fenced, so their restarts are accepted."""
+    log = LocalMetadataLog()
+    controller = QuorumController(
+        log, ControllerConfig(node_id=1, noop_interval_ms=0, delegation_token_secret_key="k",
+                              session_timeout_ms=300),
+        rng=random.Random(3),
+    ).start()
+    server = AdminServer(controller).start()
+    log.elect(1)
+    yield log, controller, AdminClient([server.address], timeout_s=60)
+    server.close()
+    controller.close()
+
+
+def _workload_trace(seed: int) -> tuple[dict[str, int], list[str]]:
+    log = LocalMetadataLog()
+    controller = QuorumController(
+        log, ControllerConfig(node_id=1, noop_interval_ms=0, delegation_token_secret_key="k"),
+        clock=ManualClock(), rng=random.Random(3), background_tasks=False,
+    ).start()
+    server = AdminServer(controller).start()
+    try:
+        log.elect(1)
+        report = BrokerSimulator(AdminClient([server.address]), SimulationConfig(steps=60, seed=seed)).run()
+        types = [type(r.message).__name__ for b in log.committed_batches() for r in b.records
+                 if type(r.message).__name__ != "UserScramCredentialRecord"]
+        return report.actions, types
+    finally:
+        server.close()
+        controller.close()
+
+
+def test_builds_the_cluster_and_runs_a_mixed_workload(served) -> None:  # type: ignore[no-untyped-def]
+    log, controller, client = served
+    simulator = BrokerSimulator(client, SimulationConfig(brokers=4, topics=3, partitions=5, steps=150, seed=14))
+    report = simulator.run()
+    assert report.topics_created >= 3
+    image = controller.committed_image
+    assert len(image.cluster.brokers) == 4
+    assert {"heartbeat", "alter-partition", "acl", "quota", "scram", "token", "producer-ids"} <= set(report.actions)
+    loader = BatchLoader()
+    for batch in log.committed_batches():
+        loader.load_batch(batch)
+    loader.flush()
+    assert loader.image.topics == image.topics  # what the controller did is exactly what its log replays to
+
+
+def test_same_seed_same_workload() -> None:
+    assert _workload_trace(5) == _workload_trace(5)
+    assert _workload_trace(5) != _workload_trace(6)
+
+
+def test_big_topics_are_created_in_batches(served) -> None:  # type: ignore[no-untyped-def]
+    _, controller, client = served
+    simulator = BrokerSimulator(client, SimulationConfig(brokers=3, topics=1, partitions=2_500, steps=0,
+                                                         max_partitions_per_request=1_000))
+    simulator.build()
+    assert simulator.report.actions["create-partitions"] == 2
+    assert controller.committed_image.topics.partition_count() == 2_500
+
+
+class SlowAdmin:
+    """Every operation but a heartbeat takes longer than a broker session, as big ones do at scale."""
+
+    def __init__(self, admin: AdminClient, delay_s: float) -> None:
+        self.admin = admin
+        self.delay_s = delay_s
+
+    def call(self, operation: str, body: dict[str, Any] | None = None) -> Any:
+        if operation != "heartbeat":
+            time.sleep(self.delay_s)
+        return self.admin.call(operation, body)
+
+    def describe_topic(self, name: str) -> dict[str, Any]:
+        return self.admin.describe_topic(name)
+
+
+def _fencings(log: LocalMetadataLog) -> int:
+    return sum(1 for b in log.committed_batches() for r in b.records
+               if type(r.message) is mt.BrokerRegistrationChangeRecord and r.message.fenced == 1)
+
+
+@pytest.mark.parametrize("interval_ms, fenced", [(0, True), (100, False)])
+def test_background_heartbeats_keep_brokers_alive_through_slow_operations(interval_ms: int, fenced: bool) -> None:
+    log = LocalMetadataLog()
+    controller = QuorumController(log, ControllerConfig(node_id=1, noop_interval_ms=0, session_timeout_ms=1_000),
+                                  rng=random.Random(3)).start()
+    server = AdminServer(controller).start()
+    try:
+        log.elect(1)
+        config = SimulationConfig(brokers=2, topics=1, partitions=2, replication_factor=2, steps=0,
+                                  heartbeat_interval_ms=interval_ms)
+        BrokerSimulator(SlowAdmin(AdminClient([server.address], timeout_s=60), 1.5), config).run()
+    finally:
+        server.close()
+        controller.close()
+    assert (_fencings(log) > 0) is fenced  # a 1.5 s operation outlasts a 1 s session
