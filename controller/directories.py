@@ -12,6 +12,7 @@ from typing import Any
 from controller.context import ControllerResult, WriteContext
 from controller.errors import (
     ControllerError,
+    InvalidRequestError,
     NotLeaderOrFollowerError,
     UnknownTopicError,
     UnsupportedVersionError,
@@ -26,6 +27,7 @@ from controller.replication import (
 from controller.versions import MV_3_7_IV2
 from controller.working_state import ControllerState
 from records import metadata_types as mt
+from records.wire import uuid_from_text
 from replay.cluster import BrokerRegistration
 from replay.topics import PartitionRegistration
 
@@ -60,7 +62,9 @@ def assign_replicas_to_dirs(
         key = (item.topic_id, item.partition)
         error: ControllerError | None = None
         partition = changed.get(key) or state.partition(*key)
-        if partition is None:
+        if not _is_uuid(item.directory):
+            error = InvalidRequestError(f"directory id {item.directory!r} is not a Kafka Uuid")
+        elif partition is None:
             error = UnknownTopicError(f"partition {item.topic_id}:{item.partition} does not exist")
         elif broker_id not in partition.replicas:
             error = NotLeaderOrFollowerError(
@@ -103,6 +107,14 @@ def offline_directory_records(
         broker_id=broker.broker_id, broker_epoch=broker.epoch, fenced=0, in_controlled_shutdown=0, log_dirs=online,
     ))
     return records
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid_from_text(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _directory_of(state: ControllerState, key: TopicIdPartition, broker_id: int) -> str | None:

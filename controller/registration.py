@@ -70,6 +70,9 @@ def register_controller(ctx: WriteContext, request: ControllerRegistrationReques
         uuid_from_text(request.incarnation_id)
     except ValueError:
         raise InvalidRequestError(f"invalid incarnation id {request.incarnation_id!r}") from None
+    for name, _host, port in request.endpoints:
+        if not 0 <= port <= 65535:
+            raise InvalidRequestError(f"controller {request.controller_id}'s endpoint {name} has port {port}")
     if request.matches(ctx.state.cluster.controller(request.controller_id)):
         return ControllerResult([], None)
     record = mt.RegisterControllerRecord(

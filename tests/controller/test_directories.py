@@ -7,7 +7,7 @@ import base64
 
 from controller import BrokerRegistrationRequest, IsrChange, Listener, NewTopic
 from controller.directories import DirectoryAssignment
-from controller.errors import NotLeaderOrFollowerError, UnknownTopicError
+from controller.errors import InvalidRequestError, NotLeaderOrFollowerError, UnknownTopicError
 from controller.versions import SUPPORTED_FEATURES
 from records import metadata_types as mt
 from replay.topics import UNASSIGNED_DIRECTORY as U
@@ -47,6 +47,11 @@ def test_replicas_are_assigned_to_directories(harness: Harness) -> None:
         partition_id=0, topic_id=topic_id, directories=(directory(0, 1), U, U),
     )]
     assert harness.partition("t", 0).directories == (directory(0, 1), U, U)
+    mark = harness.offset()
+    result = harness.wait(harness.controller.assign_replicas_to_dirs(0, harness.epochs[0], [
+        DirectoryAssignment("not-a-uuid", topic_id, 0),
+    ]))
+    assert isinstance(result[topic_id][0], InvalidRequestError) and harness.records_after(mark) == []
 
 
 def test_a_failed_directory_moves_leadership_off_its_replicas(harness: Harness) -> None:

@@ -60,6 +60,10 @@ def test_registration_is_refused_before_3_7(make_harness) -> None:  # type: igno
 def test_a_bad_incarnation_is_refused(harness: Harness) -> None:
     with pytest.raises(InvalidRequestError, match="incarnation"):
         harness.wait(harness.controller.register_controller(ControllerRegistrationRequest(2, "not-a-uuid", [], {})))
+    with pytest.raises(InvalidRequestError, match="port"):
+        harness.wait(harness.controller.register_controller(
+            ControllerRegistrationRequest(2, incarnation(102), [("CONTROLLER", "h", 70000)], {})
+        ))
 
 
 def test_the_active_controller_registers_itself_after_the_bootstrap() -> None:
