@@ -69,7 +69,8 @@ class Demo:
             self._directory_failure(cluster, simulator)
             for _ in range(300):
                 simulator.step()
-            self._step(f"mixed workload (ISR churn, crashes, configs, ACLs, quotas, SCRAM, producer ids): "
+            self._step(f"mixed workload (ISR churn, crashes, reassignments, directory failures, configs, ACLs, quotas, "
+                       f"SCRAM, producer ids): "
                        f"{sum(simulator.report.actions.values())} requests")
             self._step(f"every batch up to offset {cluster.wait_published()} is in topic {cluster.topic}")
         finally:
