@@ -13,12 +13,10 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
-from kraftlake.errors import UserFacingError
-
 RETRYABLE = {"NOT_CONTROLLER", "REQUEST_TIMED_OUT"}
 
 
-class AdminError(UserFacingError):
+class AdminError(Exception):
     """The controller refused the request (`code` is Kafka's error name) or could not be reached."""
 
     def __init__(self, code: str, message: str) -> None:

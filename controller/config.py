@@ -1,17 +1,20 @@
 """Controller settings, defaulted like Kafka's (broker.session.timeout.ms, metadata.max.idle.interval.ms,
-…) and loadable from a TOML file (`conf/controller.toml`)."""
+…): the [controller] table of `conf/controller.toml`, typed (a pydantic dataclass, so a bad value or an
+unknown name is refused naming the key) and read through the `settings` package."""
 
 from __future__ import annotations
 
-import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import field
 from pathlib import Path
-from typing import Any
+
+from pydantic import ConfigDict
+from pydantic.dataclasses import dataclass
 
 from controller.versions import LATEST_METADATA_VERSION, default_bootstrap_features, parse_metadata_version
+from settings import ControllerFile, validate
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=ConfigDict(extra="forbid"))
 class ControllerConfig:
     node_id: int = 1
     cluster_id: str | None = None  # when set, registrations naming another cluster are refused
@@ -48,15 +51,7 @@ class ControllerConfig:
             return default_bootstrap_features(self.bootstrap_metadata_version)
         return dict(self.bootstrap_features)
 
-    @classmethod
-    def from_mapping(cls, values: dict[str, Any]) -> ControllerConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown controller setting(s): {', '.join(unknown)}")
-        return cls(**values)
 
-
-def load_toml(path: Path) -> dict[str, Any]:
-    with path.open("rb") as handle:
-        return tomllib.load(handle)
+def controller_config(path: Path, file: ControllerFile, node_id: int) -> ControllerConfig:
+    """Node `node_id`'s settings from the [controller] table of `file` (read from `path`)."""
+    return validate(path, ControllerConfig, {**file.controller, "node_id": node_id}, section="controller")

@@ -43,10 +43,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from controller.metadata_log import LeaderAndEpoch, MetadataLog
 from records import RecordBatch, SnapshotId
 from records.batch import read_header
+from settings import DEFAULT_TOPIC
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TOPIC = "kraftlake-metadata"  # Apache Kafka refuses to create `__cluster_metadata`
 KEY = struct.Struct(">q")
 _REMEMBERED_DELIVERIES = 100_000  # far more than a broker can lose in its last second
 STANDBY_READ_TIMEOUT_S = 5.0

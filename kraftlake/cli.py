@@ -1,8 +1,8 @@
 """The `kraftlake` command: one subcommand module per concern, each with `register(subparsers)`.
 
 A subcommand's handler returns the process exit code. Expected failures (bad input, bad config, a broker
-that is down) raise `UserFacingError` subclasses and are printed as one line on stderr with exit code 2,
-never as a traceback.
+that is down, a controller that refuses) raise `UserFacingError` here, or the library's own errors listed in
+`EXPECTED_ERRORS`, and are printed as one line on stderr with exit code 2, never as a traceback.
 """
 
 from __future__ import annotations
@@ -13,7 +13,12 @@ import os
 import sys
 from collections.abc import Sequence
 
+from controller.admin_client import AdminError
 from kraftlake.errors import UserFacingError
+from settings import SettingsError
+
+# Errors whose message is the whole story: the library packages raise their own, the CLI maps them here.
+EXPECTED_ERRORS: tuple[type[Exception], ...] = (UserFacingError, SettingsError, AdminError)
 
 # Each module names one area of the tool and exposes `register(subparsers) -> None`.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -41,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args) or 0)
-    except UserFacingError as error:
+    except EXPECTED_ERRORS as error:
         print(f"kraftlake {args.command}: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:

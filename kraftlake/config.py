@@ -1,4 +1,5 @@
-"""Which Kafka to talk to: every setting that names a broker accepts a real cluster as well as the local one."""
+"""Which Kafka to talk to: every setting that names a broker accepts a real cluster as well as the local one.
+The configuration files themselves are defined and read by the `settings` package."""
 
 from __future__ import annotations
 
@@ -30,25 +31,3 @@ def resolve_bootstrap(explicit: str | None, data_dir: Path | None = None) -> str
         f"HOST:PORT, set {BOOTSTRAP_ENV}, or start the local one with `kraftlake broker start`"
     )
 
-
-DEFAULT_CONFIG = Path("conf/kraftlake.toml")
-
-
-def load_section(section: str, path: Path | None = None) -> dict[str, object]:
-    """One table of the TOML config (`conf/kraftlake.toml` by default; missing file: no defaults)."""
-    import tomllib
-
-    config_path = path or DEFAULT_CONFIG
-    if not config_path.exists():
-        if path is not None:
-            raise UserFacingError(f"{path}: no such config file")
-        return {}
-    try:
-        with config_path.open("rb") as handle:
-            document = tomllib.load(handle)
-    except tomllib.TOMLDecodeError as error:
-        raise UserFacingError(f"{config_path}: {error}") from None
-    value = document.get(section, {})
-    if not isinstance(value, dict):
-        raise UserFacingError(f"{config_path}: [{section}] must be a table")
-    return value

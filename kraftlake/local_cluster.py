@@ -18,8 +18,9 @@ from confluent_kafka import Consumer, TopicPartition
 from controller.admin_client import AdminClient, AdminError
 from kraftlake.broker import LocalBroker
 from records import decode_batch
+from settings import DEFAULT_TOPIC
 
-TOPIC = "kraftlake-metadata"
+TOPIC = DEFAULT_TOPIC
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -20,11 +20,12 @@ from typing import Any, Protocol, overload
 
 from raft.core import NotLeaderError, RaftConfig, RaftNode
 from raft.election_state import FileElectionStore
-from raft.log import DEFAULT_SEGMENT_BYTES, RaftLog, SegmentStorage
+from raft.log import RaftLog, SegmentStorage
 from raft.messages import Envelope, RaftMessage, SnapshotRef
 from raft.roles import Leader, Role
 from raft.snapshots import snapshot_data_batches
 from records import RecordBatch, decode_batch
+from settings import DEFAULT_SEGMENT_BYTES
 
 
 class LazyBatches(Sequence[RecordBatch]):

@@ -18,9 +18,9 @@ from typing import Protocol
 from raft.messages import SnapshotRef
 from records import RecordFormatError, scan_batches
 from records.files import SnapshotId, segment_base_offset, snapshot_id
+from settings import DEFAULT_SEGMENT_BYTES
 
 LOG_DIR_NAME = "__cluster_metadata-0"
-DEFAULT_SEGMENT_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from controller.admin_client import AdminClient
-from controller.node import DEFAULT_CONTROLLER_CONFIG, TOKEN_ENV, load_settings, run_controller_node
+from controller.node import DEFAULT_CONTROLLER_CONFIG, TOKEN_ENV, admin_token, run_controller_node
 from controller.versions import SUPPORTED_FEATURES
 from kraftlake.config import resolve_bootstrap
 from kraftlake.errors import UserFacingError
 from raft.config import DEFAULT_CONFIG as DEFAULT_QUORUM_CONFIG
+from settings import load_controller_file
 
 
 def register(subparsers: Any) -> None:
@@ -163,10 +164,10 @@ def register(subparsers: Any) -> None:
 
 
 def _start(args: argparse.Namespace) -> int:
-    settings = load_settings(args.config)
+    settings = load_controller_file(args.config)
     bootstrap = None
     if not args.no_publisher:
-        bootstrap = resolve_bootstrap(args.bootstrap_servers or settings.bootstrap_servers or None)
+        bootstrap = resolve_bootstrap(args.bootstrap_servers or settings.publisher.bootstrap_servers or None)
     return run_controller_node(args.quorum_config, args.config, args.node_id, bootstrap)
 
 
@@ -176,9 +177,9 @@ def admin_client(args: argparse.Namespace, timeout_s: float) -> AdminClient:
         addresses = [a.strip() for a in args.controllers.split(",") if a.strip()]
         token = args.token or os.environ.get(TOKEN_ENV)
     else:
-        settings = load_settings(args.config)
-        addresses = [settings.admin_addresses[k] for k in sorted(settings.admin_addresses)]
-        token = args.token or settings.admin_token
+        settings = load_controller_file(args.config)
+        addresses = [settings.admin.addresses[k] for k in sorted(settings.admin.addresses)]
+        token = args.token or admin_token(settings)
     return AdminClient(addresses, token, timeout_s=timeout_s)
 
 

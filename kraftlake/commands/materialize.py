@@ -7,8 +7,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kraftlake.config import load_section, resolve_bootstrap
+from kraftlake.config import resolve_bootstrap
 from kraftlake.errors import UserFacingError
+from settings import load_kraftlake
 
 
 def register(subparsers: Any) -> None:
@@ -27,24 +28,24 @@ def register(subparsers: Any) -> None:
 def config_from(args: argparse.Namespace) -> Any:
     from jobs.materialize import MaterializeConfig
 
-    kafka = load_section("kafka", args.config)
-    job = load_section("materialize", args.config)
+    settings = load_kraftlake(args.config)
+    kafka, job = settings.kafka, settings.materialize
 
-    def pick(flag: Any, section: dict, key: str, default: Any) -> Any:
-        return flag if flag is not None else section.get(key, default)
+    def pick(flag: Any, configured: Any) -> Any:
+        return flag if flag is not None else configured
 
-    bootstrap = resolve_bootstrap(args.bootstrap_servers or str(kafka.get("bootstrap_servers", "")) or None)
-    trigger = float(pick(args.trigger_seconds, job, "trigger_seconds", 1.0))
+    bootstrap = resolve_bootstrap(args.bootstrap_servers or kafka.bootstrap_servers or None)
+    trigger = pick(args.trigger_seconds, job.trigger_seconds)
     if trigger <= 0:
         raise UserFacingError("trigger_seconds must be positive")
     return MaterializeConfig(
         bootstrap_servers=bootstrap,
-        topic=str(pick(args.topic, kafka, "topic", "kraftlake-metadata")),
-        warehouse=Path(pick(args.warehouse, job, "warehouse", "warehouse")),
-        checkpoint=Path(pick(args.checkpoint, job, "checkpoint", "checkpoints/materialize")),
+        topic=pick(args.topic, kafka.topic),
+        warehouse=pick(args.warehouse, job.warehouse),
+        checkpoint=pick(args.checkpoint, job.checkpoint),
         trigger_seconds=trigger,
         available_now=args.available_now,
-        max_offsets_per_trigger=int(pick(args.max_offsets_per_trigger, job, "max_offsets_per_trigger", 0)) or None,
+        max_offsets_per_trigger=pick(args.max_offsets_per_trigger, job.max_offsets_per_trigger) or None,
     )
 
 

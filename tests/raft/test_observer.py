@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.errors import UserFacingError
 from raft.config import load_config
 from raft.core import BugFlags, RaftNode
 from raft.messages import VoteRequest
 from raft.roles import Leader, Role
 from raft.simulation import Simulation
 from records.metadata_types import NoOpRecord
+from settings import SettingsError
 from tests.raft.scripted import OBSERVER, VOTERS, ScriptedCluster
 
 
@@ -146,8 +146,8 @@ def test_config_lists_observers_and_start_accepts_their_ids(tmp_path: Path) -> N
     assert config.observers == {7: ("127.0.0.1", 7)} and sorted(config.nodes) == [1, 2, 3, 7]
     raft = config.raft_config(7)
     assert raft.voters == (1, 2, 3) and not raft.is_voter and raft.majority == 2
-    with pytest.raises(UserFacingError, match="neither a voter"):
+    with pytest.raises(SettingsError, match="neither a voter"):
         config.raft_config(8)
     path.write_text('[voters]\n1 = "127.0.0.1:1"\n[observers]\n1 = "127.0.0.1:7"\n')
-    with pytest.raises(UserFacingError, match="both voters and observers"):
+    with pytest.raises(SettingsError, match="both voters and observers"):
         load_config(path)

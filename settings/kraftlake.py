@@ -1,0 +1,47 @@
+"""`conf/kraftlake.toml`: the defaults of the CLI and the streaming job ([kafka], [materialize]); every value
+can be overridden by a flag of the same name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from settings.errors import SettingsError
+from settings.loader import read_toml, validate
+
+DEFAULT_CONFIG = Path("conf/kraftlake.toml")
+DEFAULT_TOPIC = "kraftlake-metadata"  # Apache Kafka refuses __cluster_metadata as a user topic's name
+
+
+class KafkaSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bootstrap_servers: str = ""  # empty: $KRAFTLAKE_BOOTSTRAP_SERVERS or the local broker
+    topic: str = DEFAULT_TOPIC
+
+
+class MaterializeSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    warehouse: Path = Path("warehouse")
+    checkpoint: Path = Path("checkpoints/materialize")
+    trigger_seconds: float = 1.0
+    max_offsets_per_trigger: int = 0  # 0: no per-trigger limit
+
+
+class KraftlakeSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kafka: KafkaSettings = KafkaSettings()
+    materialize: MaterializeSettings = MaterializeSettings()
+
+
+def load_kraftlake(path: Path | None = None) -> KraftlakeSettings:
+    """`path`, else `conf/kraftlake.toml` if it exists, else the defaults."""
+    config_path = path or DEFAULT_CONFIG
+    if not config_path.exists():
+        if path is not None:
+            raise SettingsError(path, None, "no such config file")
+        return KraftlakeSettings()
+    return validate(config_path, KraftlakeSettings, read_toml(config_path, "kraftlake"))
