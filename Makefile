@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(BIN)/python
 
-.PHONY: run test lint bench clean install
+.PHONY: run test lint typecheck bench clean install
 
 install: $(STAMP)
 
@@ -22,7 +22,10 @@ $(STAMP): pyproject.toml Makefile
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-test: $(STAMP)
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test: $(STAMP) typecheck
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 

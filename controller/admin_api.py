@@ -237,6 +237,7 @@ class AdminServer:
     @property
     def address(self) -> str:
         host, port = self._httpd.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET server's address
         return f"{host}:{port}"
 
     def start(self) -> AdminServer:

@@ -59,11 +59,11 @@ class AdminClient:
             if status == 200:
                 self._preferred = address
                 return document["result"]
-            error = document.get("error", {})
-            last_error = AdminError(str(error.get("code", status)), str(error.get("message", "")))
-            if error.get("code") not in RETRYABLE:
+            refusal = document.get("error", {})
+            last_error = AdminError(str(refusal.get("code", status)), str(refusal.get("message", "")))
+            if refusal.get("code") not in RETRYABLE:
                 raise last_error
-            leader_address = error.get("leader_address")
+            leader_address = refusal.get("leader_address")
             if leader_address and leader_address != address:
                 candidates = [leader_address, *[a for a in candidates if a != leader_address]]
                 attempt = 0

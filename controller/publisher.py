@@ -261,7 +261,8 @@ class _ProducerSession:
         if error is not None:
             self.error = self.error or f"delivery failed: {error.str()}"
             return
-        kafka_offset = message.offset()
+        kafka_offset, key = message.offset(), message.key()
+        assert kafka_offset is not None and key is not None  # set on every message delivered without error
         previous = self._last_kafka_offset
         if previous is not None and kafka_offset != previous + 1:
             self.error = self.error or (
@@ -271,7 +272,7 @@ class _ProducerSession:
             if kafka_offset <= previous:  # lost: our batch that had this Kafka offset must go out again
                 self.resend_from = self._acknowledged.get(kafka_offset, 0)
         self._last_kafka_offset = kafka_offset
-        self._acknowledged[kafka_offset] = decode_key(message.key())
+        self._acknowledged[kafka_offset] = decode_key(key)
         if len(self._acknowledged) > _REMEMBERED_DELIVERIES:
             del self._acknowledged[next(iter(self._acknowledged))]
         if self.error is None:
@@ -289,7 +290,12 @@ class _ProducerSession:
         return self.in_flight == 0
 
     def close(self) -> None:
+        """Deliver what the broker takes within a second, drop the rest (the next session resumes from the
+        topic's tail) and destroy the producer now: its delivery callbacks hold this session, a cycle the
+        garbage collector cannot see into, so a dropped producer would live on and keep reconnecting."""
         self.producer.flush(1.0)
+        self.producer.purge()
+        self.producer.close()
 
 
 def ensure_topic(config: PublisherConfig) -> None:

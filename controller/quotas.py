@@ -33,7 +33,7 @@ def alter_client_quotas(
     if "ip" in entity and len(entity) > 1:
         raise InvalidRequestError("an ip quota entity cannot be combined with user or client-id")
     key = tuple(sorted(entity.items()))
-    current = dict(ctx.state.delta.reader("client_quotas").quotas(key))
+    current = dict(ctx.state.delta.client_quotas_delta().quotas(key))
     entity_data = tuple(mt.EntityData(entity_type=kind, entity_name=name) for kind, name in key)
     records = []
     for name, value in sorted(changes.items()):
@@ -63,7 +63,7 @@ def allocate_producer_ids(ctx: WriteContext, broker_id: int, broker_epoch: int) 
         raise StaleBrokerEpochError(
             f"broker {broker_id} sent epoch {broker_epoch}, but its current epoch is {broker.epoch}"
         )
-    start = max(ctx.state.delta.reader("producer_ids").next_producer_id, 0)
+    start = max(ctx.state.delta.producer_ids_delta().next_producer_id, 0)
     size = ctx.config.producer_id_block_size
     record = mt.ProducerIdsRecord(broker_id=broker_id, broker_epoch=broker_epoch, next_producer_id=start + size)
     return ControllerResult([record], (start, size))

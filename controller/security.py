@@ -106,7 +106,7 @@ class AclFilter:
 
 
 def _all_acls(ctx: WriteContext) -> dict[str, StandardAcl]:
-    delta = ctx.state.delta.reader("acls")
+    delta = ctx.state.delta.acls_delta()
     ids = set(delta.image.acls) | set(delta.changes)
     return {acl_id: acl for acl_id in sorted(ids) if (acl := delta.acl(acl_id)) is not None}
 
@@ -166,7 +166,7 @@ def alter_scram(
     ctx: WriteContext, upsertions: Sequence[ScramUpsertion], deletions: Sequence[tuple[str, str]]
 ) -> ControllerResult[int]:
     """Upsert and delete credentials; returns how many changed. Unknown deletions fail the request."""
-    scram = ctx.state.delta.reader("scram")
+    scram = ctx.state.delta.scram_delta()
     records: list[Any] = []
     touched: set[tuple[str, int]] = set()
     for user, mechanism in deletions:
@@ -255,7 +255,7 @@ def create_token(
 
 def _token_by_hmac(ctx: WriteContext, given_hmac: str, principal: str) -> Any:
     secret = _secret(ctx)
-    delta = ctx.state.delta.reader("delegation_tokens")
+    delta = ctx.state.delta.delegation_tokens_delta()
     for token_id in set(delta.image.tokens) | set(delta.changes):
         token = delta.token(token_id)
         if token is not None and hmac.compare_digest(token_hmac(secret, token_id), given_hmac):
@@ -296,7 +296,7 @@ def expire_token(ctx: WriteContext, given_hmac: str, principal: str, period_ms: 
 
 def expire_tokens_task(ctx: WriteContext) -> ControllerResult[int]:
     """The periodic sweep: removes every token past its expiration time."""
-    delta = ctx.state.delta.reader("delegation_tokens")
+    delta = ctx.state.delta.delegation_tokens_delta()
     expired = sorted(
         token_id for token_id in set(delta.image.tokens) | set(delta.changes)
         if (token := delta.token(token_id)) is not None and token.expiration_timestamp < ctx.now_ms

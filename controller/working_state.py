@@ -47,19 +47,19 @@ class ControllerState:
 
     @property
     def topics(self) -> TopicsDelta:
-        return self.delta.reader("topics")
+        return self.delta.topics_delta()
 
     @property
     def cluster(self) -> ClusterDelta:
-        return self.delta.reader("cluster")
+        return self.delta.cluster_delta()
 
     @property
     def configs_delta(self) -> ConfigurationsDelta:
-        return self.delta.reader("configs")
+        return self.delta.configs_delta()
 
     @property
     def features(self) -> FeaturesDelta:
-        return self.delta.reader("features")
+        return self.delta.features_delta()
 
     @property
     def metadata_version(self) -> int | None:

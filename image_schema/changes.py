@@ -8,16 +8,11 @@ changed. An aborted transaction emits nothing. A snapshot load is diffed table b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
-from image_schema.tables import TABLES, Key, Values, config_resource_type, mechanism_name
-from records import metadata_types as mt
-from replay.canonical import quota_entity_text
-from replay.client_quotas import quota_entity
-from replay.configs import TOPIC, ConfigResource
-from replay.delta import MetadataDelta
-from replay.features import KRAFT_VERSION
+from image_schema.spec import Key, TouchedRows, Values
+from image_schema.tables import SUB_IMAGE_TABLES, TABLES
+from replay.delta import STATE_CHANGING_TYPES, MetadataDelta
 from replay.image import MetadataImage
 
 
@@ -31,111 +26,35 @@ class RowVersion(NamedTuple):
     offset: int
 
 
-TouchedRows = Callable[[Any, MetadataDelta], Iterable[tuple[str, Key]]]
-
-
-def _topic_rows(delta: MetadataDelta, topic_id: str) -> Iterator[tuple[str, Key]]:
-    """The topic's own row and every partition row it has now."""
-    yield "topics", (topic_id,)
-    for partition_id in delta.reader("topics").partition_ids(topic_id):
-        yield "partitions", (topic_id, partition_id)
-
-
-def _removed_topic(record: Any, delta: MetadataDelta) -> Iterator[tuple[str, Key]]:
-    topic = delta.reader("topics").topic(record.topic_id)
-    yield from _topic_rows(delta, record.topic_id)
-    if topic is not None:
-        resource = ConfigResource(TOPIC, topic.name)
-        for name in delta.reader("configs").configs(resource):
-            yield "configs", (config_resource_type(resource), topic.name, name)
-
-
-def _cleared_elr(record: Any, delta: MetadataDelta) -> Iterator[tuple[str, Key]]:
-    topics = delta.reader("topics")
-    for topic_id in topics.live_topic_ids():
-        topic = topics.topic(topic_id)
-        if topic is None or (record.topic_name and topic.name != record.topic_name):
-            continue
-        for partition_id in topics.partition_ids(topic_id):
-            partition = topics.partition(topic_id, partition_id)
-            if partition is not None and (partition.elr or partition.last_known_elr):
-                yield "partitions", (topic_id, partition_id)
-
-
-def _config(record: Any, delta: MetadataDelta) -> Iterator[tuple[str, Key]]:
-    resource = ConfigResource(record.resource_type, record.resource_name)
-    yield "configs", (config_resource_type(resource), record.resource_name, record.name)
-
-
-def _feature(record: Any, delta: MetadataDelta) -> Iterator[tuple[str, Key]]:
-    if record.name != KRAFT_VERSION:
-        yield "features", (record.name,)
-
-
-def _single(table: str, key: Callable[[Any], Key]) -> TouchedRows:
-    def touched(record: Any, delta: MetadataDelta) -> Iterator[tuple[str, Key]]:
-        yield table, key(record)
-
-    return touched
-
-
 TOUCHED_ROWS: dict[type, TouchedRows] = {
-    mt.FeatureLevelRecord: _feature,
-    mt.RegisterBrokerRecord: _single("brokers", lambda r: (r.broker_id,)),
-    mt.UnregisterBrokerRecord: _single("brokers", lambda r: (r.broker_id,)),
-    mt.FenceBrokerRecord: _single("brokers", lambda r: (r.id,)),
-    mt.UnfenceBrokerRecord: _single("brokers", lambda r: (r.id,)),
-    mt.BrokerRegistrationChangeRecord: _single("brokers", lambda r: (r.broker_id,)),
-    mt.RegisterControllerRecord: _single("controllers", lambda r: (r.controller_id,)),
-    mt.TopicRecord: lambda r, delta: _topic_rows(delta, r.topic_id),
-    mt.PartitionRecord: _single("partitions", lambda r: (r.topic_id, r.partition_id)),
-    mt.PartitionChangeRecord: _single("partitions", lambda r: (r.topic_id, r.partition_id)),
-    mt.RemoveTopicRecord: _removed_topic,
-    mt.ClearElrRecord: _cleared_elr,
-    mt.ConfigRecord: _config,
-    mt.ClientQuotaRecord: _single("client_quotas", lambda r: (quota_entity_text(quota_entity(r)), r.key)),
-    mt.ProducerIdsRecord: _single("producer_ids", lambda r: ("cluster",)),
-    mt.AccessControlEntryRecord: _single("acls", lambda r: (r.id,)),
-    mt.RemoveAccessControlEntryRecord: _single("acls", lambda r: (r.id,)),
-    mt.UserScramCredentialRecord: _single("scram_credentials", lambda r: (r.name, mechanism_name(r.mechanism))),
-    mt.RemoveUserScramCredentialRecord: _single(
-        "scram_credentials", lambda r: (r.name, mechanism_name(r.mechanism))
-    ),
-    mt.DelegationTokenRecord: _single("delegation_tokens", lambda r: (r.token_id,)),
-    mt.RemoveDelegationTokenRecord: _single("delegation_tokens", lambda r: (r.token_id,)),
+    record_type: touched for sub_image in SUB_IMAGE_TABLES for record_type, touched in sub_image.touched_rows.items()
 }
+
+
+def _check_against_the_delta() -> None:
+    """Every record type the delta replays must say which rows it touches, else its changes would never reach
+    the history tables; fail on import rather than lose them silently."""
+    missing = STATE_CHANGING_TYPES - TOUCHED_ROWS.keys()
+    unknown = TOUCHED_ROWS.keys() - STATE_CHANGING_TYPES
+    if missing or unknown:
+        names = sorted(record_type.__name__ for record_type in missing | unknown)
+        raise RuntimeError(f"TOUCHED_ROWS and replay.delta disagree on {', '.join(names)}")
+
+
+_check_against_the_delta()
 
 
 def diff_images(before: MetadataImage, after: MetadataImage, offset: int) -> list[RowVersion]:
     """Row versions that turn `before` into `after`; sub-images shared by both are skipped unread."""
     versions: list[RowVersion] = []
     for name, spec in TABLES.items():
-        if _sub_image(before, name) is _sub_image(after, name):
+        if getattr(before, spec.sub_image) is getattr(after, spec.sub_image):
             continue
         old = dict(spec.image_rows(before))
         new = dict(spec.image_rows(after))
         versions.extend(RowVersion(name, key, None, offset) for key in old.keys() - new.keys())
         versions.extend(RowVersion(name, key, row, offset) for key, row in new.items() if old.get(key) != row)
     return versions
-
-
-_SUB_IMAGE_OF_TABLE = {
-    "features": "features",
-    "brokers": "cluster",
-    "controllers": "cluster",
-    "topics": "topics",
-    "partitions": "topics",
-    "configs": "configs",
-    "client_quotas": "client_quotas",
-    "producer_ids": "producer_ids",
-    "acls": "acls",
-    "scram_credentials": "scram",
-    "delegation_tokens": "delegation_tokens",
-}
-
-
-def _sub_image(image: MetadataImage, table: str) -> Any:
-    return getattr(image, _SUB_IMAGE_OF_TABLE[table])
 
 
 class ChangeRecorder:

@@ -20,7 +20,7 @@ from pathlib import Path
 from jobs.gc_pause import paused_collector
 from jobs.pipeline import MetadataPipeline
 from jobs.warehouse import Warehouse
-from records import read_batches
+from records.files import LogReader, read_snapshot
 from replay.log_replay import history_sources
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
@@ -45,16 +45,18 @@ def _ingest(directory: Path, warehouse: Warehouse, image_every: int, progress: P
     total = sum(source.path.stat().st_size for source in sources)
     done = 0
     pipeline = MetadataPipeline(warehouse)
+    reader = LogReader()
     published = 0
     first_offset = None
     for source in sources:
         if source.snapshot is not None:
-            snapshot = pipeline.load_snapshot(read_batches(source.path), source.snapshot, str(source.path))
+            batches = read_snapshot(source.path, source.snapshot)
+            snapshot = pipeline.load_snapshot(batches, source.snapshot, str(source.path))
             published += snapshot is not None
             first_offset = source.snapshot.end_offset - 1 if first_offset is None else first_offset
         else:
             last_commit = pipeline.loaded_offset
-            for batch in read_batches(source.path):
+            for batch in reader.batches(source.path):
                 if pipeline.load(batch, str(source.path)) and first_offset is None:
                     first_offset = batch.base_offset
                 if pipeline.loaded_offset - last_commit >= image_every:

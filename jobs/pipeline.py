@@ -16,6 +16,7 @@ from image_schema.changes import ChangeRecorder
 from jobs.delta_sink import DeltaSink, PublishedImage
 from jobs.warehouse import Warehouse
 from records import RecordBatch, SnapshotId
+from records.headers import epoch_regression
 from replay.delta import MetadataDelta
 from replay.errors import ReplayError
 from replay.image import MetadataImage
@@ -64,6 +65,8 @@ class MetadataPipeline:
         return True
 
     def _replay(self, batch: RecordBatch, source: str | None) -> None:
+        if (reason := epoch_regression(self.loader.last_epoch, batch.partition_leader_epoch)) is not None:
+            raise ReplayError(reason, offset=batch.base_offset, source=source)
         self.loader.load_batch(batch, source)
         self._batches.append(batch)
 

@@ -27,7 +27,7 @@ from records import decode_batch
 from records import metadata_types as mt
 
 BIG_BATCH_RECORDS = 400  # a small batch cap, so that a big topic creation becomes a metadata transaction
-MARKERS = {
+MARKERS: dict[type, str] = {
     mt.BeginTransactionRecord: "begun",
     mt.EndTransactionRecord: "committed",
     mt.AbortTransactionRecord: "aborted",

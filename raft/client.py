@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import random
 import threading
 import time
@@ -20,12 +21,16 @@ from typing import Any, Protocol, overload
 
 from raft.core import NotLeaderError, RaftConfig, RaftNode
 from raft.election_state import FileElectionStore
-from raft.log import RaftLog, SegmentStorage
+from raft.log import LogEntry, RaftLog, SegmentStorage
 from raft.messages import Envelope, RaftMessage, SnapshotRef
 from raft.roles import Leader, Role
 from raft.snapshots import snapshot_data_batches
 from records import RecordBatch, decode_batch
 from settings import DEFAULT_SEGMENT_BYTES
+
+
+def _decode_entries(entries: Sequence[LogEntry]) -> list[RecordBatch]:
+    return [decode_batch(entry.data, "<raft log>") for entry in entries]
 
 
 class LazyBatches(Sequence[RecordBatch]):
@@ -333,7 +338,7 @@ class RaftClient:
         if core.high_watermark > self._delivered_end:
             entries = log.entries_between(self._delivered_end, core.high_watermark)
             batches = LazyBatches(
-                lambda entries=entries: [decode_batch(entry.data, "<raft log>") for entry in entries],
+                functools.partial(_decode_entries, entries),
                 sum(len(entry.data) for entry in entries),
             )
             self._delivered_end = core.high_watermark

@@ -378,7 +378,7 @@ class SegmentStorage:
         """Close the full segment durably and start the next one, named by its first offset."""
         assert self._active_fd is not None
         os.fsync(self._active_fd)
-        self._unflushed_segments.discard(self._active)  # type: ignore[arg-type]
+        self._unflushed_segments.discard(self._active)
         self._open_active(self.directory / segment_name(base_offset))
         fsync_directory(self.directory)
 
@@ -398,8 +398,9 @@ class SegmentStorage:
         del self._placements[cut:]
         if first.segment != self._active:
             self._open_active(first.segment)
-        os.ftruncate(self._active_fd, first.position)  # type: ignore[arg-type]
-        os.fsync(self._active_fd)  # type: ignore[arg-type]
+        assert self._active_fd is not None  # _open_active or the segment already open
+        os.ftruncate(self._active_fd, first.position)
+        os.fsync(self._active_fd)
         self._active_size = first.position
         fsync_directory(self.directory)
 

@@ -8,6 +8,7 @@ leader must be elected and a new write committed within `liveness_bound_ms`.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import random
@@ -281,8 +282,8 @@ class Simulation:
             victim = self.rng.choice(self.node_ids)
             if kind == "crash":
                 lose = self.rng.random() < 0.5
-                self._at(start, lambda v=victim, lose=lose: self._crash(v, lose))
-                self._at(min(start + duration, self.fault_ms), lambda v=victim: self._restart(v))
+                self._at(start, functools.partial(self._crash, victim, lose))
+                self._at(min(start + duration, self.fault_ms), functools.partial(self._restart, victim))
             elif kind == "resign":
                 self._at(start, self._resign_leader)
             else:
@@ -290,7 +291,7 @@ class Simulation:
                     side = {victim}
                 else:
                     side = set(self.rng.sample(self.node_ids, self.rng.randint(1, len(self.node_ids) - 1)))
-                self._at(start, lambda side=frozenset(side): self._partition(side))
+                self._at(start, functools.partial(self._partition, frozenset(side)))
                 self._at(min(start + duration, self.fault_ms), self._unpartition)
 
     def _partition(self, side: frozenset[int]) -> None:

@@ -20,12 +20,15 @@ from records.errors import (
     UnknownRecordTypeError,
     UnsupportedVersionError,
 )
-from records.files import MetadataLogDir, SnapshotId, read_batches, snapshot_id
+from records.files import LogReader, MetadataLogDir, SnapshotId, read_batches, read_snapshot, snapshot_id
+from records.headers import HeaderCheckError
 
 __all__ = [
     "BatchHeader",
     "CompressionError",
     "CorruptBatchError",
+    "HeaderCheckError",
+    "LogReader",
     "MetadataLogDir",
     "Record",
     "RecordBatch",
@@ -38,6 +41,7 @@ __all__ = [
     "encode_batch",
     "make_batch",
     "read_batches",
+    "read_snapshot",
     "scan_batches",
     "snapshot_id",
 ]

@@ -8,7 +8,7 @@ and the offset, and never yield part of a batch.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -28,7 +28,6 @@ _PREFIX = struct.Struct(">qiibI")
 _AFTER_CRC = struct.Struct(">hiqqqhii")
 
 CONTROL_FLAG = 0x20
-TRANSACTIONAL_FLAG = 0x10
 COMPRESSION_MASK = 0x07
 MAGIC = 2
 
@@ -251,18 +250,26 @@ def decode_batch_at(buf: Any, header: BatchHeader, source: str) -> RecordBatch:
 
 
 _new_object = object.__new__
-_set_base_offset = RecordBatch.base_offset.__set__  # type: ignore[attr-defined]
-_set_partition_leader_epoch = RecordBatch.partition_leader_epoch.__set__  # type: ignore[attr-defined]
-_set_base_timestamp = RecordBatch.base_timestamp.__set__  # type: ignore[attr-defined]
-_set_max_timestamp = RecordBatch.max_timestamp.__set__  # type: ignore[attr-defined]
-_set_records = RecordBatch.records.__set__  # type: ignore[attr-defined]
-_set_attributes = RecordBatch.attributes.__set__  # type: ignore[attr-defined]
-_set_last_offset_delta = RecordBatch.last_offset_delta.__set__  # type: ignore[attr-defined]
-_set_producer_id = RecordBatch.producer_id.__set__  # type: ignore[attr-defined]
-_set_producer_epoch = RecordBatch.producer_epoch.__set__  # type: ignore[attr-defined]
-_set_base_sequence = RecordBatch.base_sequence.__set__  # type: ignore[attr-defined]
-_set_position = RecordBatch.position.__set__  # type: ignore[attr-defined]
-_set_size_in_bytes = RecordBatch.size_in_bytes.__set__  # type: ignore[attr-defined]
+
+
+def _slot_setter(name: str) -> Callable[[RecordBatch, Any], None]:
+    """The `__set__` of one of the frozen RecordBatch's slots (a checker sees the field, not its descriptor)."""
+    setter: Callable[[RecordBatch, Any], None] = vars(RecordBatch)[name].__set__
+    return setter
+
+
+_set_base_offset = _slot_setter("base_offset")
+_set_partition_leader_epoch = _slot_setter("partition_leader_epoch")
+_set_base_timestamp = _slot_setter("base_timestamp")
+_set_max_timestamp = _slot_setter("max_timestamp")
+_set_records = _slot_setter("records")
+_set_attributes = _slot_setter("attributes")
+_set_last_offset_delta = _slot_setter("last_offset_delta")
+_set_producer_id = _slot_setter("producer_id")
+_set_producer_epoch = _slot_setter("producer_epoch")
+_set_base_sequence = _slot_setter("base_sequence")
+_set_position = _slot_setter("position")
+_set_size_in_bytes = _slot_setter("size_in_bytes")
 
 
 _read_varint = wire.read_varint

@@ -24,9 +24,9 @@ _VOTERS_VOTER = nested(
 
 def _control(name: str, control_type: int, type_name: str, max_version: int, *fields: Field) -> StructSchema:
     schema = StructSchema(name, fields, 0, max_version)
-    schema.cls.CONTROL_TYPE = control_type  # type: ignore[attr-defined]
-    schema.cls.TYPE_NAME = type_name  # type: ignore[attr-defined]
-    schema.cls.MAX_VERSION = max_version  # type: ignore[attr-defined]
+    schema.cls.CONTROL_TYPE = control_type
+    schema.cls.TYPE_NAME = type_name
+    schema.cls.MAX_VERSION = max_version
     return schema
 
 
@@ -55,7 +55,7 @@ SCHEMAS: tuple[StructSchema, ...] = (
 # The version every control record value is written and read at (ControlRecordUtils.*_CURRENT_VERSION).
 CONTROL_VALUE_VERSION = 0
 
-BY_CONTROL_TYPE: dict[int, StructSchema] = {s.cls.CONTROL_TYPE: s for s in SCHEMAS}  # type: ignore[attr-defined]
+BY_CONTROL_TYPE: dict[int, StructSchema] = {s.cls.CONTROL_TYPE: s for s in SCHEMAS}
 
 LeaderChangeMessage = BY_CONTROL_TYPE[2].cls
 SnapshotHeaderRecord = BY_CONTROL_TYPE[3].cls

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from records.batch import RecordBatch, decode_batches
+from records.headers import HeaderCheckError, LogChecker, SnapshotChecker, read_leader_epochs
 
 SEGMENT_PATTERN = re.compile(r"^(\d{20})\.log$")
 SNAPSHOT_PATTERN = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -27,10 +28,18 @@ class SnapshotId:
         return f"{self.end_offset:020d}-{self.epoch:010d}.checkpoint"
 
 
+BOOTSTRAP_ID = SnapshotId(0, 0)  # bootstrap.checkpoint: offsets from 0, written before any leader (epoch 0)
+
+
 def snapshot_id(path: Path) -> SnapshotId | None:
     """The id encoded in a snapshot file name, or None for any other file."""
     match = SNAPSHOT_PATTERN.match(path.name)
     return SnapshotId(int(match.group(1)), int(match.group(2))) if match else None
+
+
+def checkpoint_id(path: Path) -> SnapshotId | None:
+    """The id a checkpoint file is read as: its name's, or offset 0 epoch 0 for bootstrap.checkpoint."""
+    return BOOTSTRAP_ID if path.name == BOOTSTRAP_NAME else snapshot_id(path)
 
 
 def segment_base_offset(path: Path) -> int | None:
@@ -38,17 +47,60 @@ def segment_base_offset(path: Path) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def read_batches(path: Path, *, verify_crc: bool = True) -> Iterator[RecordBatch]:
-    """The batches of a `.log` or `.checkpoint` file, read through a memory map (segments reach 1 GiB)."""
+def read_batches(path: Path) -> Iterator[RecordBatch]:
+    """The batches of one `.log` or `.checkpoint` file, headers checked as its kind calls for (a snapshot
+    against its name, a log against its name and leader-epoch-checkpoint). Read a directory's segments through
+    one LogReader (or MetadataLogDir.log_batches) so that they are also checked across segments."""
+    return read_snapshot(path) if checkpoint_id(path) is not None else LogReader().batches(path)
+
+
+def decode_file(path: Path) -> Iterator[RecordBatch]:
+    """The batches of a file, framing and CRCs checked but not the header fields no CRC covers; read through
+    a memory map (segments reach 1 GiB)."""
     with path.open("rb") as handle:
         if path.stat().st_size == 0:
             return
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             view = memoryview(mapped)
             try:
-                yield from decode_batches(view, str(path), verify_crc=verify_crc)
+                yield from decode_batches(view, str(path))
             finally:
                 view.release()
+
+
+class LogReader:
+    """Reads log files with their headers checked (records.headers): the batches of the files of one directory
+    must follow each other, so read them in offset order through one reader."""
+
+    def __init__(self) -> None:
+        self._checkers: dict[Path, LogChecker] = {}
+
+    def batches(self, path: Path) -> Iterator[RecordBatch]:
+        checker = self._checkers.get(path.parent)
+        if checker is None:
+            checker = self._checkers[path.parent] = LogChecker(read_leader_epochs(path.parent))
+        source = str(path)
+        checker.start_segment(segment_base_offset(path), source)
+        for batch in decode_file(path):
+            checker.check(batch, source)
+            yield batch
+
+
+def read_snapshot(path: Path, snapshot: SnapshotId | None = None) -> Iterator[RecordBatch]:
+    """The batches of a snapshot file, checked against its id (by default its name's). A missing footer is
+    raised once the last batch was read, so a loader that applies a snapshot only after reading all of it
+    never applies a bad one."""
+    snapshot = snapshot or checkpoint_id(path)
+    if snapshot is None:
+        raise HeaderCheckError("not a snapshot: the name is not endOffset-epoch.checkpoint", source=str(path))
+    checker = SnapshotChecker(snapshot.epoch, str(path), framed=False)
+    if path.name != BOOTSTRAP_NAME:  # bootstrap files from other tools (and tests) may lack header and footer
+        epochs = read_leader_epochs(path.parent)
+        checker = SnapshotChecker(snapshot.epoch, str(path), epochs=epochs, end_offset=snapshot.end_offset)
+    for batch in decode_file(path):
+        checker.check(batch)
+        yield batch
+    checker.finish()
 
 
 @dataclass(frozen=True)
@@ -72,6 +124,8 @@ class MetadataLogDir:
         ]
         return eligible[-1] if eligible else None
 
-    def log_batches(self, *, verify_crc: bool = True) -> Iterator[RecordBatch]:
+    def log_batches(self) -> Iterator[RecordBatch]:
+        """Every batch of the log, in offset order, headers checked across segments."""
+        reader = LogReader()
         for segment in self.segments():
-            yield from read_batches(segment, verify_crc=verify_crc)
+            yield from reader.batches(segment)

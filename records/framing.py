@@ -11,6 +11,7 @@ from typing import Any
 
 from records import control_types, metadata_types, wire
 from records.errors import RecordFormatError, UnknownRecordTypeError, UnsupportedVersionError
+from records.schema import StructSchema
 
 FRAME_VERSION = 1
 _CONTROL_KEY_TYPES = {0: "ABORT", 1: "COMMIT"}  # transaction markers: never written by KRaft
@@ -37,7 +38,7 @@ def body_decoder(api_key: int, version: int) -> Callable[[bytes, int], tuple[Any
     return _schema(api_key, version).codec(version)[0]
 
 
-def _schema(api_key: int, version: int) -> Any:
+def _schema(api_key: int, version: int) -> StructSchema:
     schema = metadata_types.BY_API_KEY.get(api_key)
     if schema is None:
         raise UnknownRecordTypeError(f"unknown metadata record type (apiKey {api_key})")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from records.schema import Array, Field, Primitive, StructSchema
+from records.schema import Array, Field, GeneratedRecord, Primitive, StructSchema
 
 REDACTED = "[redacted]"
 UNKNOWN_TAGGED_FIELDS = "_unknownTaggedFields"
@@ -33,9 +33,9 @@ def message_to_json(message: Any, version: int, *, redact: bool = True) -> dict[
     return _struct_to_json(message.SCHEMA, message, version, redact)
 
 
-def message_from_json(cls: type, data: dict[str, Any], version: int) -> Any:
+def message_from_json(cls: type[GeneratedRecord], data: dict[str, Any], version: int) -> Any:
     """The message of type `cls` that `data` (an unredacted JSON form at `version`) describes."""
-    return _struct_from_json(cls.SCHEMA, data, version)  # type: ignore[attr-defined]
+    return _struct_from_json(cls.SCHEMA, data, version)
 
 
 def _struct_to_json(schema: StructSchema, message: Any, version: int, redact: bool) -> dict[str, Any]:

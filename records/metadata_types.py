@@ -1,5 +1,6 @@
-"""The metadata record types of Kafka 4.2 (`__cluster_metadata` data records), written from the schema
-tables in ../shared/reference/record-types.md. apiKeys 6, 13 and 16 were never written or were removed.
+"""The metadata record types of Kafka 4.2 (`__cluster_metadata` data records), restated from the message
+schemas of Apache Kafka (`metadata/src/main/resources/common/metadata/*Record.json` in its source tree).
+apiKeys 6, 13 and 16 were never written or were removed.
 
 Every schema is flexible from version 0. A field's `versions` is the N of "N+"; tagged fields here always
 have taggedVersions equal to their versions.
@@ -28,9 +29,9 @@ from records.schema import (
 
 def _message(name: str, api_key: int, max_version: int, *fields: Field) -> StructSchema:
     schema = StructSchema(name, fields, 0, max_version)
-    schema.cls.API_KEY = api_key  # type: ignore[attr-defined]
-    schema.cls.TYPE_NAME = _type_name(name)  # type: ignore[attr-defined]
-    schema.cls.MAX_VERSION = max_version  # type: ignore[attr-defined]
+    schema.cls.API_KEY = api_key
+    schema.cls.TYPE_NAME = _type_name(name)
+    schema.cls.MAX_VERSION = max_version
     return schema
 
 
@@ -187,7 +188,7 @@ SCHEMAS: tuple[StructSchema, ...] = (
     _message("ClearElrRecord", 28, 0, Field("TopicName", STRING)),
 )
 
-BY_API_KEY: dict[int, StructSchema] = {schema.cls.API_KEY: schema for schema in SCHEMAS}  # type: ignore[attr-defined]
+BY_API_KEY: dict[int, StructSchema] = {schema.cls.API_KEY: schema for schema in SCHEMAS}
 
 RegisterBrokerRecord = BY_API_KEY[0].cls
 UnregisterBrokerRecord = BY_API_KEY[1].cls

@@ -14,7 +14,7 @@ import struct
 from collections import namedtuple
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from records import wire
 
@@ -85,6 +85,12 @@ class Field:
         return self.nullable is not None and version >= self.nullable
 
 
+class GeneratedRecord(Protocol):
+    """What a class generated from a schema has for certain (see the `.pyi` stubs for each one's fields)."""
+
+    SCHEMA: ClassVar[StructSchema]
+
+
 @dataclass(eq=False)
 class StructSchema:
     """A message or a nested struct. Building it generates its NamedTuple class."""
@@ -93,14 +99,14 @@ class StructSchema:
     fields: tuple[Field, ...]
     min_version: int = 0
     max_version: int = 0
-    cls: type = field(init=False)
+    cls: Any = field(init=False)  # a class generated here: its static types are in the `.pyi` stubs
     _codecs: dict[int, tuple[Callable, Callable]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         attrs = [f.attr for f in self.fields] + ["unknown_tagged_fields"]
         defaults = [f.default_value() for f in self.fields] + [()]
-        self.cls = namedtuple(self.name, attrs, defaults=defaults)  # type: ignore[misc]
-        self.cls.SCHEMA = self  # type: ignore[attr-defined]
+        self.cls = _build_named_tuple(self.name, attrs, defaults=defaults)
+        self.cls.SCHEMA = self
         self.cls.__doc__ = f"Kafka {self.name} (versions {self.min_version}-{self.max_version})."
 
     def codec(self, version: int) -> tuple[Callable[[bytes, int], tuple[Any, int]], Callable]:
@@ -109,6 +115,10 @@ class StructSchema:
         if codec is None:
             codec = self._codecs[version] = _generate(self, version)
         return codec
+
+
+# namedtuple called with names known only at run time (checkers expect a literal class declaration)
+_build_named_tuple: Callable[..., Any] = namedtuple
 
 
 def snake_case(name: str) -> str:
@@ -338,7 +348,7 @@ def _encode_value(src: _Source, ftype: Any, expr: str, version: int, nullable: b
 def _generate(schema: StructSchema, version: int) -> tuple[Callable, Callable]:
     present = [f for f in schema.fields if f.in_version(version)]
     untagged = [f for f in present if f.tag is None]
-    tagged = sorted((f for f in present if f.tag is not None), key=lambda f: f.tag)
+    tagged = sorted((f for f in present if f.tag is not None), key=lambda f: f.tag or 0)
     invalid_tags = sorted({f.tag for f in schema.fields if f.tag is not None} - {f.tag for f in tagged})
     cls_name = f"_cls_{id(schema)}"
     _NAMESPACE[cls_name] = schema.cls

@@ -13,7 +13,6 @@ INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
 UINT16 = struct.Struct(">H")
 INT32 = struct.Struct(">i")
-UINT32 = struct.Struct(">I")
 INT64 = struct.Struct(">q")
 FLOAT64 = struct.Struct(">d")
 

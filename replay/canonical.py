@@ -16,6 +16,7 @@ from replay.client_quotas import QuotaEntity
 from replay.cluster import BrokerRegistration, ControllerRegistration, Endpoint, FeatureRange
 from replay.configs import RESOURCE_TYPE_NAMES
 from replay.delegation_tokens import DelegationToken
+from replay.fields import camel_case, plain
 from replay.image import MetadataImage, Provenance
 from replay.scram import MECHANISMS
 from replay.topics import PartitionRegistration, TopicImage
@@ -79,41 +80,27 @@ def quota_entity_text(entity: QuotaEntity) -> str:
 
 
 def endpoint_json(endpoint: Endpoint) -> dict[str, Any]:
-    return {
-        "name": endpoint.name,
-        "host": endpoint.host,
-        "port": endpoint.port,
-        "securityProtocol": endpoint.security_protocol,
-    }
+    return plain(endpoint, camel_case)
 
 
 def feature_range_json(feature: FeatureRange) -> dict[str, Any]:
-    return {"minSupportedVersion": feature.min_supported_version, "maxSupportedVersion": feature.max_supported_version}
+    return plain(feature, camel_case, leave_out=("name",))  # the key it is listed under
+
+
+def _registration_json(registration: BrokerRegistration | ControllerRegistration) -> dict[str, Any]:
+    """Supported features keyed by name (a set in Kafka), everything else as declared."""
+    return {
+        **plain(registration, camel_case, leave_out=("supported_features",)),
+        "supportedFeatures": {f.name: feature_range_json(f) for f in registration.supported_features},
+    }
 
 
 def broker_json(broker: BrokerRegistration) -> dict[str, Any]:
-    return {
-        "brokerId": broker.broker_id,
-        "epoch": broker.epoch,
-        "incarnationId": broker.incarnation_id,
-        "listeners": [endpoint_json(e) for e in broker.listeners],
-        "supportedFeatures": {f.name: feature_range_json(f) for f in broker.supported_features},
-        "rack": broker.rack,
-        "fenced": broker.fenced,
-        "inControlledShutdown": broker.in_controlled_shutdown,
-        "isMigratingZkBroker": broker.is_migrating_zk_broker,
-        "directories": list(broker.directories),
-    }
+    return _registration_json(broker)
 
 
 def controller_json(controller: ControllerRegistration) -> dict[str, Any]:
-    return {
-        "controllerId": controller.controller_id,
-        "incarnationId": controller.incarnation_id,
-        "zkMigrationReady": controller.zk_migration_ready,
-        "listeners": [endpoint_json(e) for e in controller.listeners],
-        "supportedFeatures": {f.name: feature_range_json(f) for f in controller.supported_features},
-    }
+    return _registration_json(controller)
 
 
 def topic_json(topic: TopicImage) -> dict[str, Any]:
@@ -124,39 +111,12 @@ def topic_json(topic: TopicImage) -> dict[str, Any]:
 
 
 def partition_json(partition: PartitionRegistration) -> dict[str, Any]:
-    return {
-        "replicas": list(partition.replicas),
-        "directories": list(partition.directories),
-        "isr": list(partition.isr),
-        "removingReplicas": list(partition.removing_replicas),
-        "addingReplicas": list(partition.adding_replicas),
-        "elr": list(partition.elr),
-        "lastKnownElr": list(partition.last_known_elr),
-        "leader": partition.leader,
-        "leaderRecoveryState": partition.leader_recovery_state,
-        "leaderEpoch": partition.leader_epoch,
-        "partitionEpoch": partition.partition_epoch,
-    }
+    return plain(partition, camel_case)
 
 
 def acl_json(acl: StandardAcl) -> dict[str, Any]:
-    return {
-        "resourceType": acl.resource_type,
-        "resourceName": acl.resource_name,
-        "patternType": acl.pattern_type,
-        "principal": acl.principal,
-        "host": acl.host,
-        "operation": acl.operation,
-        "permissionType": acl.permission_type,
-    }
+    return plain(acl, camel_case)
 
 
 def token_json(token: DelegationToken) -> dict[str, Any]:
-    return {
-        "owner": token.owner,
-        "requester": token.requester,
-        "renewers": list(token.renewers),
-        "issueTimestamp": token.issue_timestamp,
-        "maxTimestamp": token.max_timestamp,
-        "expirationTimestamp": token.expiration_timestamp,
-    }
+    return plain(token, camel_case, leave_out=("token_id",))  # the key it is listed under

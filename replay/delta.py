@@ -56,9 +56,14 @@ _ROUTES: dict[type, tuple[str, str]] = {
     mt.DelegationTokenRecord: ("delegation_tokens", "replay_token"),
     mt.RemoveDelegationTokenRecord: ("delegation_tokens", "replay_remove_token"),
 }
+# Every record type that changes the image (a type missing here is rejected by `replay`). Other layers keyed by
+# record type (image_schema's row history) check themselves against this set.
+STATE_CHANGING_TYPES: frozenset[type] = frozenset(_ROUTES) | {mt.RemoveTopicRecord}
 # No state: they still count as records seen and advance the offset.
-NO_OP_TYPES = frozenset({mt.NoOpRecord, mt.ZkMigrationStateRecord})
-TRANSACTION_MARKERS = frozenset({mt.BeginTransactionRecord, mt.EndTransactionRecord, mt.AbortTransactionRecord})
+NO_OP_TYPES: frozenset[type] = frozenset({mt.NoOpRecord, mt.ZkMigrationStateRecord})
+TRANSACTION_MARKERS: frozenset[type] = frozenset(
+    {mt.BeginTransactionRecord, mt.EndTransactionRecord, mt.AbortTransactionRecord}
+)
 
 
 class MetadataDelta:
@@ -73,10 +78,40 @@ class MetadataDelta:
             delta = self.deltas[name] = _DELTA_TYPES[name](getattr(self.image, name))
         return delta
 
-    def reader(self, name: str) -> Any:
-        """The sub-delta `name` to read from: the live one, or a detached empty one on the image."""
+    def _reader(self, name: str) -> Any:
+        """The sub-delta `name` to read from: the live one, or a detached empty one on the image (reading
+        creates nothing, so `apply` still hands the unchanged sub-image on)."""
         delta = self.deltas.get(name)
         return delta if delta is not None else _DELTA_TYPES[name](getattr(self.image, name))
+
+    # The sub-image contract: one typed reader per sub-image (Kafka's `topicsDelta()` and siblings).
+
+    def features_delta(self) -> FeaturesDelta:
+        return self._reader("features")
+
+    def cluster_delta(self) -> ClusterDelta:
+        return self._reader("cluster")
+
+    def topics_delta(self) -> TopicsDelta:
+        return self._reader("topics")
+
+    def configs_delta(self) -> ConfigurationsDelta:
+        return self._reader("configs")
+
+    def client_quotas_delta(self) -> ClientQuotasDelta:
+        return self._reader("client_quotas")
+
+    def producer_ids_delta(self) -> ProducerIdsDelta:
+        return self._reader("producer_ids")
+
+    def acls_delta(self) -> AclsDelta:
+        return self._reader("acls")
+
+    def scram_delta(self) -> ScramDelta:
+        return self._reader("scram")
+
+    def delegation_tokens_delta(self) -> DelegationTokensDelta:
+        return self._reader("delegation_tokens")
 
     def replay(self, message: Any) -> None:
         """Apply one metadata record (not a transaction marker: the loader consumes those)."""
@@ -95,8 +130,8 @@ class MetadataDelta:
         if record_type in NO_OP_TYPES:
             return _ignore
         if record_type in TRANSACTION_MARKERS:
-            raise ReplayError(f"{record_type.TYPE_NAME} reached the delta: transactions are the loader's job")
-        raise ReplayError(f"{getattr(record_type, 'TYPE_NAME', record_type.__name__)} is not a metadata record")
+            raise ReplayError(f"{_type_name(record_type)} reached the delta: transactions are the loader's job")
+        raise ReplayError(f"{_type_name(record_type)} is not a metadata record")
 
     def _replay_remove_topic(self, record: Any) -> None:
         name = self._delta("topics").replay_remove_topic(record)
@@ -115,6 +150,12 @@ class MetadataDelta:
 
     def has_changes(self) -> bool:
         return bool(self.deltas)
+
+
+def _type_name(record_type: type) -> str:
+    """Kafka's name of a record type; the class name of anything else handed to `replay`."""
+    name: str = getattr(record_type, "TYPE_NAME", record_type.__name__)
+    return name
 
 
 def _ignore(_record: Any) -> None:

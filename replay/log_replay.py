@@ -10,8 +10,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from records import MetadataLogDir, RecordBatch, read_batches, snapshot_id
-from records.files import BOOTSTRAP_NAME, SnapshotId, segment_base_offset
+from records import MetadataLogDir, RecordBatch
+from records.files import LogReader, SnapshotId, checkpoint_id, read_snapshot, segment_base_offset
+from records.headers import HeaderCheckError
 from replay.errors import ReplayError
 from replay.image import EMPTY_IMAGE, MetadataImage
 from replay.loader import BatchLoader, Publisher, TransactionState
@@ -42,10 +43,8 @@ def resolve_sources(paths: Iterable[Path], to_offset: int | None = None) -> list
     for path in paths:
         if path.is_dir():
             sources.extend(_directory_sources(path, to_offset))
-        elif path.name == BOOTSTRAP_NAME:
-            sources.append(Source(path, SnapshotId(0, 0)))
         else:
-            sources.append(Source(path, snapshot_id(path)))
+            sources.append(Source(path, checkpoint_id(path)))
     return sources
 
 
@@ -114,6 +113,7 @@ def replay_sources(
 ) -> ReplayResult:
     """Replay `sources` in order, as one commit (one publish at the end, plus those transactions force)."""
     loader = BatchLoader(publish, image)
+    reader = LogReader()
     batch_count = record_count = 0
     aligned = True
     for source in sources:
@@ -124,11 +124,16 @@ def replay_sources(
                     f"after the requested offset {to_offset}",
                     source=str(source.path),
                 )
-            loader.load_snapshot(read_batches(source.path), source.snapshot, str(source.path))
+            loader.load_snapshot(read_snapshot(source.path, source.snapshot), source.snapshot, str(source.path))
             aligned = True
             continue
         start = loader.last_offset + 1
-        for batch, whole in _cut_batches(read_batches(source.path), start, to_offset):
+        for batch, whole in _cut_batches(reader.batches(source.path), start, to_offset):
+            if batch.base_offset > loader.last_offset + 1:
+                raise HeaderCheckError(
+                    f"gap in the log: offset {loader.last_offset + 1} comes next", source=str(source.path),
+                    position=batch.position, offset=batch.base_offset,
+                )
             loader.load_batch(batch, str(source.path))
             aligned = whole
             batch_count += 1

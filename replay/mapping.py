@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
 
-EMPTY: Mapping = MappingProxyType({})
+EMPTY: MappingProxyType[Any, Any] = MappingProxyType({})
 
 
 def copied(base: Mapping[K, V]) -> dict[K, V]:
@@ -31,6 +31,6 @@ def merged(base: Mapping[K, V], changes: Mapping[K, V | None]) -> MappingProxyTy
     return MappingProxyType(result)
 
 
-def empty_map() -> Mapping:
+def empty_map() -> MappingProxyType[Any, Any]:
     """Default factory for a sub-image's mapping field (dataclasses refuse a shared mapping default)."""
     return EMPTY

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from records import RecordBatch, make_batch
+from records import RecordBatch, snapshot_file
 from records import metadata_types as mt
-from records.control_types import SnapshotFooterRecord, SnapshotHeaderRecord
+from records.snapshot_file import RECORDS_PER_BATCH
 from replay.features import METADATA_VERSION
 from replay.image import MetadataImage
 from replay.topics import MIGRATING_DIRECTORY
@@ -193,21 +193,13 @@ def _tokens(image: MetadataImage, writer: ImageWriter) -> None:
 
 
 def snapshot_batches(
-    image: MetadataImage, append_time_ms: int, *, max_records_per_batch: int = 1000
+    image: MetadataImage, append_time_ms: int, *, max_records_per_batch: int = RECORDS_PER_BATCH
 ) -> list[RecordBatch]:
-    """The batches of a snapshot file of `image`: header control batch, data batches, footer control batch.
-
-    Offsets restart at 0 and every batch carries the snapshot's epoch, as in Kafka's snapshot files.
-    """
-    writer = image_records(image)
-    epoch = image.provenance.epoch
-    header = SnapshotHeaderRecord(version=0, last_contained_log_timestamp=image.provenance.log_time_ms)
-    batches = [make_batch(0, epoch, append_time_ms, [header], control=True)]
-    offset = 1
-    for start in range(0, len(writer.records), max_records_per_batch):
-        chunk = writer.records[start : start + max_records_per_batch]
-        versions = {type(message): version for message, version in chunk}
-        batches.append(make_batch(offset, epoch, append_time_ms, [m for m, _ in chunk], versions=versions))
-        offset += len(chunk)
-    batches.append(make_batch(offset, epoch, append_time_ms, [SnapshotFooterRecord(version=0)], control=True))
-    return batches
+    """The batches of a snapshot file of `image` (the format is `records.snapshot_file`'s)."""
+    return snapshot_file.snapshot_batches(
+        image.provenance.epoch,
+        image_records(image).records,
+        image.provenance.log_time_ms,
+        append_time_ms,
+        records_per_batch=max_records_per_batch,
+    )

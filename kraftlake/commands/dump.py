@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from kraftlake.errors import UserFacingError
 from records.batch import RecordBatch
 from records.errors import RecordFormatError
-from records.files import BOOTSTRAP_NAME, read_batches, segment_base_offset, snapshot_id
+from records.files import BOOTSTRAP_NAME, LogReader, checkpoint_id, read_snapshot, segment_base_offset, snapshot_id
 from records.json_form import message_to_json
 
 
@@ -40,15 +40,19 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    files = [file for path in args.paths for file in metadata_files(path)]
+    files: list[tuple[Path, LogReader]] = []
+    for path in args.paths:  # one reader per PATH: the segments found under a directory must follow each other
+        reader = LogReader()
+        files += [(file, reader) for file in metadata_files(path)]
     out = sys.stdout
     totals: Counter[str] = Counter()
     try:
-        for file in files:
+        for file, reader in files:
+            batches = checked_batches(file, reader)
             if args.summary:
-                totals += _summarize(file, out)
+                totals += _summarize(file, batches, out)
             else:
-                _dump(file, out)
+                _dump(file, batches, out)
     except RecordFormatError as error:
         out.flush()
         raise UserFacingError(str(error)) from None
@@ -87,6 +91,11 @@ def metadata_files(path: Path) -> list[Path]:
     return [file for _, _, file in sorted(found)]
 
 
+def checked_batches(file: Path, reader: LogReader) -> Iterator[RecordBatch]:
+    """The batches of `file` with the header checks its kind calls for (snapshot or log)."""
+    return read_snapshot(file) if checkpoint_id(file) is not None else reader.batches(file)
+
+
 def record_lines(file: Path, batch: RecordBatch) -> Iterator[dict[str, Any]]:
     """One JSON-ready object per record of `batch`, secrets redacted."""
     control = batch.is_control
@@ -104,24 +113,24 @@ def record_lines(file: Path, batch: RecordBatch) -> Iterator[dict[str, Any]]:
         }
 
 
-def _dump(file: Path, out: TextIO) -> None:
-    for batch in read_batches(file):
+def _dump(file: Path, batches: Iterator[RecordBatch], out: TextIO) -> None:
+    for batch in batches:
         out.write("".join(json.dumps(line) + "\n" for line in record_lines(file, batch)))
 
 
-def _summarize(file: Path, out: TextIO) -> Counter[str]:
+def _summarize(file: Path, batches: Iterator[RecordBatch], out: TextIO) -> Counter[str]:
     counts: Counter[str] = Counter()
-    batches = records = 0
+    batch_count = records = 0
     first = last = None
-    for batch in read_batches(file):
-        batches += 1
+    for batch in batches:
+        batch_count += 1
         records += len(batch.records)
         counts.update(record.message.TYPE_NAME for record in batch.records)
         if first is None:
             first = batch.base_offset
         last = batch.last_offset
     offsets = "no offsets" if first is None else f"offsets {first}..{last}"
-    out.write(f"{file}: {batches} batches, {records} records, {offsets}\n")
+    out.write(f"{file}: {batch_count} batches, {records} records, {offsets}\n")
     _print_counts(None, counts, out)
     return counts
 

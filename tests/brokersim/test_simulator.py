@@ -52,7 +52,7 @@ def _workload_trace(seed: int) -> tuple[dict[str, int], list[str]]:
         controller.close()
 
 
-def test_builds_the_cluster_and_runs_a_mixed_workload(served) -> None:  # type: ignore[no-untyped-def]
+def test_builds_the_cluster_and_runs_a_mixed_workload(served) -> None:
     log, controller, client = served
     simulator = BrokerSimulator(client, SimulationConfig(brokers=4, topics=3, partitions=5, steps=150, seed=14))
     report = simulator.run()
@@ -72,7 +72,7 @@ def test_same_seed_same_workload() -> None:
     assert _workload_trace(5) != _workload_trace(6)
 
 
-def test_big_topics_are_created_in_batches(served) -> None:  # type: ignore[no-untyped-def]
+def test_big_topics_are_created_in_batches(served) -> None:
     _, controller, client = served
     simulator = BrokerSimulator(client, SimulationConfig(brokers=3, topics=1, partitions=2_500, steps=0,
                                                          max_partitions_per_request=1_000))

@@ -53,7 +53,7 @@ def _broker(client: AdminClient, broker_id: int) -> int:
     return epoch
 
 
-def test_the_client_finds_the_active_controller(nodes) -> None:  # type: ignore[no-untyped-def]
+def test_the_client_finds_the_active_controller(nodes) -> None:
     _, servers = nodes
     client = AdminClient([servers[0].address], TOKEN, timeout_s=30)  # node 1 is a standby
     _broker(client, 0)
@@ -65,7 +65,7 @@ def test_the_client_finds_the_active_controller(nodes) -> None:  # type: ignore[
     assert set(client.describe_topic("orders")["partitions"]) == {"0", "1", "2"}
 
 
-def test_errors_carry_kafka_codes(nodes) -> None:  # type: ignore[no-untyped-def]
+def test_errors_carry_kafka_codes(nodes) -> None:
     _, servers = nodes
     client = AdminClient([servers[1].address], TOKEN, timeout_s=30)
     with pytest.raises(AdminError, match="UNKNOWN_TOPIC_OR_PARTITION"):
@@ -80,7 +80,7 @@ def test_errors_carry_kafka_codes(nodes) -> None:  # type: ignore[no-untyped-def
         AdminClient([servers[1].address], "wrong", timeout_s=5).describe()
 
 
-def test_a_standby_names_the_active_controller(nodes) -> None:  # type: ignore[no-untyped-def]
+def test_a_standby_names_the_active_controller(nodes) -> None:
     log, servers = nodes
     log.elect(None)  # nobody leads: the client keeps trying, then reports where it stands
     client = AdminClient([servers[0].address], TOKEN, timeout_s=1)
@@ -88,7 +88,7 @@ def test_a_standby_names_the_active_controller(nodes) -> None:  # type: ignore[n
         client.call("delete-topics", {"names": ["x"]})
 
 
-def test_kraftlake_admin_cli(nodes, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+def test_kraftlake_admin_cli(nodes, capsys: pytest.CaptureFixture[str]) -> None:
     _, servers = nodes
     controllers = ",".join(server.address for server in servers)
     base = ["admin", "--controllers", controllers, "--token", TOKEN, "--timeout", "30"]
@@ -104,7 +104,7 @@ def test_kraftlake_admin_cli(nodes, capsys: pytest.CaptureFixture[str]) -> None:
     assert '"topics": {}' in capsys.readouterr().out
 
 
-def test_kraftlake_admin_speaks_for_a_broker(nodes, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+def test_kraftlake_admin_speaks_for_a_broker(nodes, capsys: pytest.CaptureFixture[str]) -> None:
     _, servers = nodes
     base = ["admin", "--controllers", ",".join(s.address for s in servers), "--token", TOKEN, "--timeout", "30"]
 

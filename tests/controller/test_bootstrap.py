@@ -20,7 +20,7 @@ def test_empty_log_gets_the_bootstrap_transaction(harness: Harness) -> None:
     assert harness.image.features.metadata_version == 29
 
 
-def test_bootstrap_level_and_features_are_configurable(make_harness) -> None:  # type: ignore[no-untyped-def]
+def test_bootstrap_level_and_features_are_configurable(make_harness) -> None:
     h = make_harness(metadata_version="3.7", bootstrap_features={"group.version": 1})
     h.elect(1)
     assert h.image.features.metadata_version == 19

@@ -98,7 +98,7 @@ def test_feature_updates(harness: Harness) -> None:
     assert harness.image.features.finalized["transaction.version"] == 2
 
 
-def test_metadata_version_upgrade_changes_record_versions(make_harness) -> None:  # type: ignore[no-untyped-def]
+def test_metadata_version_upgrade_changes_record_versions(make_harness) -> None:
     h = make_harness(metadata_version="3.6")
     h.elect(1)
     h.register(0)

@@ -49,7 +49,7 @@ def test_isr_shrink_and_expand(harness: Harness) -> None:
     assert outcome.error is None and harness.partition("t", 0).isr == (0, 1, 2)
 
 
-def test_isr_shrink_bumps_the_leader_epoch_before_3_6_iv2(make_harness) -> None:  # type: ignore[no-untyped-def]
+def test_isr_shrink_bumps_the_leader_epoch_before_3_6_iv2(make_harness) -> None:
     h = make_harness(metadata_version="3.5")
     h.elect(1)
     _topic(h)

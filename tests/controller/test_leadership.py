@@ -52,14 +52,14 @@ def test_a_standby_names_the_leader(harness: Harness) -> None:
         harness.wait(harness.controller.delete_topics(["x"]))
 
 
-def test_an_operation_failing_between_batches_writes_an_abort(make_harness, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_an_operation_failing_between_batches_writes_an_abort(make_harness, monkeypatch) -> None:
     h = make_harness(max_records_per_batch=10)
     h.elect(1)
     h.register(0)
 
     create_topics = replication.create_topics
 
-    def broken_create(ctx, topics):  # type: ignore[no-untyped-def]
+    def broken_create(ctx, topics):
         good = create_topics(ctx, topics)
         bad = mt.PartitionChangeRecord(partition_id=99, topic_id=good.response["half"].topic_id, isr=(0,))
         return ControllerResult([*good.records, bad], good.response)
@@ -77,7 +77,7 @@ def test_an_operation_failing_between_batches_writes_an_abort(make_harness, monk
     assert h.wait(h.controller.create_topics([NewTopic("half", 20, 1)]))["half"].error is None
 
 
-def test_noop_records_when_idle(make_harness) -> None:  # type: ignore[no-untyped-def]
+def test_noop_records_when_idle(make_harness) -> None:
     h = make_harness(noop_interval_ms=500)
     h.elect(1)
     mark = h.offset()

@@ -85,7 +85,7 @@ def append(log: LocalMetadataLog, count: int) -> None:
         log.append(log.leader.epoch, [mt.NoOpRecord(), mt.NoOpRecord()], {}, 0)
 
 
-def test_every_committed_batch_once_in_order(setup, kafka_broker: LocalBroker) -> None:  # type: ignore[no-untyped-def]
+def test_every_committed_batch_once_in_order(setup, kafka_broker: LocalBroker) -> None:
     log, config, publishers = setup
     publishers.append(MetadataPublisher(log, 1, config).start())
     log.elect(1)
@@ -101,7 +101,7 @@ def test_every_committed_batch_once_in_order(setup, kafka_broker: LocalBroker) -
     assert config.topic in topic_config.list_topics(timeout=10).topics
 
 
-def test_a_new_leader_resumes_after_the_last_published_batch(setup) -> None:  # type: ignore[no-untyped-def]
+def test_a_new_leader_resumes_after_the_last_published_batch(setup) -> None:
     log, config, publishers = setup
     first = MetadataPublisher(log, 1, config).start()
     second = MetadataPublisher(log, 2, config).start()
@@ -121,7 +121,7 @@ def test_a_new_leader_resumes_after_the_last_published_batch(setup) -> None:  # 
     assert second.sessions >= 1
 
 
-def test_broker_restart_and_crash_while_publishing(setup, kafka_broker: LocalBroker) -> None:  # type: ignore[no-untyped-def]
+def test_broker_restart_and_crash_while_publishing(setup, kafka_broker: LocalBroker) -> None:
     log, config, publishers = setup
     publisher = MetadataPublisher(log, 1, config).start()
     publishers.append(publisher)
@@ -141,7 +141,7 @@ def test_broker_restart_and_crash_while_publishing(setup, kafka_broker: LocalBro
              "the topic to hold every committed batch")
 
 
-def test_only_an_acknowledgement_old_enough_lets_the_quorum_drop_its_log(setup) -> None:  # type: ignore[no-untyped-def]
+def test_only_an_acknowledgement_old_enough_lets_the_quorum_drop_its_log(setup) -> None:
     log, config, publishers = setup
     quick = dataclasses.replace(config, durable_after_ms=0)
     patient = MetadataPublisher(log, 1, dataclasses.replace(config, durable_after_ms=3_600_000))

@@ -95,7 +95,7 @@ def test_tokens_need_a_secret(harness: Harness) -> None:
         harness.wait(harness.controller.create_delegation_token("User:a", "User:a"))
 
 
-def test_token_create_renew_expire(make_harness) -> None:  # type: ignore[no-untyped-def]
+def test_token_create_renew_expire(make_harness) -> None:
     h = make_harness(delegation_token_secret_key="s3cret", delegation_token_renew_interval_ms=1000,
                      delegation_token_max_lifetime_ms=5000)
     h.elect(1)
@@ -118,7 +118,7 @@ def test_token_create_renew_expire(make_harness) -> None:  # type: ignore[no-unt
     assert not h.image.delegation_tokens.tokens
 
 
-def test_expired_tokens_are_swept(make_harness) -> None:  # type: ignore[no-untyped-def]
+def test_expired_tokens_are_swept(make_harness) -> None:
     h = make_harness(delegation_token_secret_key="s3cret", delegation_token_renew_interval_ms=1000)
     h.elect(1)
     token = h.wait(h.controller.create_delegation_token("User:a", "User:a"))

@@ -139,7 +139,7 @@ def test_create_partitions(harness: Harness) -> None:
         harness.wait(harness.controller.create_partitions("grow", 6, [[0]]))  # 1 replica where the topic has 2
 
 
-def test_a_topic_bigger_than_a_batch_is_one_transaction(make_harness) -> None:  # type: ignore[no-untyped-def]
+def test_a_topic_bigger_than_a_batch_is_one_transaction(make_harness) -> None:
     h = make_harness(max_records_per_batch=100)
     h.elect(1)
     h.register(0)
@@ -157,7 +157,7 @@ def test_a_topic_bigger_than_a_batch_is_one_transaction(make_harness) -> None:  
 @pytest.mark.parametrize(("release", "partition_version", "register_version"), [
     ("3.6", 0, 2), ("3.7", 1, 3), ("4.2", 2, 3),
 ])
-def test_record_versions_follow_the_metadata_version(make_harness, release: str, partition_version: int,  # type: ignore[no-untyped-def]
+def test_record_versions_follow_the_metadata_version(make_harness, release: str, partition_version: int,
                                                     register_version: int) -> None:
     h = make_harness(metadata_version=release)
     h.elect(1)

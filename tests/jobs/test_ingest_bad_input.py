@@ -96,3 +96,18 @@ def test_truncated_segment_names_its_last_batch(sample_copy: Path, tmp_path: Pat
     result = _run_ingest(sample_copy, warehouse)
     _assert_stopped_cleanly(result, log, header.base_offset, warehouse)
     assert "truncated" in result.stderr
+
+
+def test_a_flipped_leader_epoch_bit_names_its_batch(sample_copy: Path, tmp_path: Path) -> None:
+    """The epoch sits outside the CRC: only leader-epoch-checkpoint (epoch 1 from offset 0) tells it is wrong."""
+    log = sample_copy / LOG
+    data = bytearray(log.read_bytes())
+    header = _batch_at(log, 3500)
+    data[header.position + 15] ^= 0x02  # partitionLeaderEpoch 1 -> 3
+    log.write_bytes(bytes(data))
+    warehouse = tmp_path / "warehouse"
+
+    result = _run_ingest(sample_copy, warehouse)
+    _assert_stopped_cleanly(result, log, header.base_offset, warehouse)
+    assert f"byte position {header.position}" in result.stderr
+    assert "leader epoch 3, but" in result.stderr

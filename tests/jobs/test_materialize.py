@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,17 @@ def test_a_gap_in_files_is_an_error(tmp_path: Path) -> None:
     pipeline.load(batches[0])
     with pytest.raises(ReplayError, match="gap in the log: expected offset 1"):
         pipeline.load(batches[2])
+
+
+def test_a_decreasing_leader_epoch_is_an_error_but_a_redelivery_is_dropped(tmp_path: Path) -> None:
+    """A leader epoch no CRC covers: a batch in an epoch older than the one before it cannot be the log's."""
+    pipeline = MetadataPipeline(Warehouse(tmp_path / "warehouse"))
+    batches = [dataclasses.replace(batch, partition_leader_epoch=2) for batch in _transaction_log()]
+    pipeline.load(batches[0])
+    pipeline.load(batches[1])
+    assert not pipeline.load(dataclasses.replace(batches[1], partition_leader_epoch=1)), "a duplicate, dropped"
+    with pytest.raises(ReplayError, match="topic t, offset 2: leader epoch 1 after epoch 2: epochs never decrease"):
+        pipeline.load(dataclasses.replace(batches[2], partition_leader_epoch=1), source="topic t")
 
 
 def test_batches_beyond_a_gap_wait_for_the_resend(spark, kafka_broker, tmp_path: Path) -> None:

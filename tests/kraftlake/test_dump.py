@@ -9,8 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from kraftlake.cli import main
 from records import metadata_types as mt
 from records.batch import encode_batch, make_batch
+from tests.records.samples import header_flipped_copies
 
 KRAFTLAKE = Path(sys.executable).parent / "kraftlake"
 NILOUFAR = "Niloufar1171_LDI-POC"
@@ -145,3 +149,18 @@ def test_secrets_never_reach_the_output(tmp_path: Path) -> None:
     data = [json.loads(line)["data"] for line in result.stdout.splitlines()]
     assert data[0]["iterations"] == 8192 and data[0]["salt"] == "[redacted]"
     assert data[3]["value"] == "86400000"
+
+
+def test_every_flipped_base_offset_or_epoch_bit_is_exit_2_naming_file_position_offset(
+    samples_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's repro: base-offset (bytes 0-7) and leader-epoch (bytes 12-15) flips were printed silently."""
+    for segment, position, byte in header_flipped_copies(samples_dir, tmp_path, NILOUFAR_LOG, range(16)):
+        if 8 <= byte < 12:
+            continue  # batchLength: framing errors, covered above
+        for args in (["dump", str(segment)], ["dump", "--summary", str(segment.parent.parent)]):
+            assert main(args) == 2, (args, byte)
+            err = capsys.readouterr().err
+            assert err.startswith(f"kraftlake dump: {segment}, byte position {position}, offset "), err
+    real = dump(segment)  # the last copy, as a real process
+    assert assert_one_line_error(real).startswith(f"kraftlake dump: {segment}, byte position {position}, offset ")

@@ -7,11 +7,13 @@ out of its per-type counts, and `records` includes them.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from functools import cache
+from itertools import islice
 from pathlib import Path
 
-from records.batch import RecordBatch, decode_batches
+from records.batch import RecordBatch, decode_batches, scan_batches
 
 
 @dataclass(frozen=True)
@@ -99,3 +101,24 @@ def sample_bytes(samples_dir: Path, relative: str) -> bytes:
 @cache
 def sample_batches(samples_dir: Path, relative: str) -> tuple[RecordBatch, ...]:
     return tuple(decode_batches(sample_bytes(samples_dir, relative), relative))
+
+
+def header_flipped_copies(
+    samples_dir: Path, tmp_path: Path, relative: str, relative_bytes: range
+) -> list[tuple[Path, int, int]]:
+    """A real segment (with its leader-epoch-checkpoint) copied once per bit of `relative_bytes` of the header
+    of its 11th batch, that bit flipped: (segment, batch position, byte flipped)."""
+    source = samples_dir / relative
+    raw = source.read_bytes()
+    position = next(islice(scan_batches(raw), 10, None)).position
+    copies = []
+    for byte in relative_bytes:
+        for bit in range(8):
+            directory = tmp_path / f"flip-{byte}-{bit}" / "__cluster_metadata-0"
+            directory.mkdir(parents=True)
+            shutil.copy(source.parent / "leader-epoch-checkpoint", directory)
+            corrupted = bytearray(raw)
+            corrupted[position + byte] ^= 1 << bit
+            (directory / source.name).write_bytes(corrupted)
+            copies.append((directory / source.name, position, byte))
+    return copies

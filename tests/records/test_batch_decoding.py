@@ -5,6 +5,7 @@ carry every field a constructed RecordBatch has."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import crc32c
 import pytest
@@ -49,9 +50,9 @@ def loose_record(offset_delta: int, value: bytes, pads: tuple[int, int, int, int
     return padded_uvarint(zigzag(len(body)), length_pad) + body
 
 
-def loose_value(message: object, version: int, api_key_pad: int, version_pad: int) -> bytes:
+def loose_value(message: Any, version: int, api_key_pad: int, version_pad: int) -> bytes:
     canonical = framing.encode_metadata_value(message, version)
-    api_key = message.API_KEY  # type: ignore[attr-defined]
+    api_key = message.API_KEY
     head = b"\x01" + padded_uvarint(api_key, api_key_pad) + padded_uvarint(version, version_pad)
     return head + canonical[len(wire_head(api_key, version)) :]
 
@@ -81,7 +82,9 @@ def test_longer_varints_decode_like_kafkas_layout(cases: list) -> None:
 
 
 def test_kafka_layout_and_padded_layout_agree_on_a_real_record_mix() -> None:
-    messages = [TOPIC, mt.NoOpRecord(), mt.PartitionRecord(topic_id=TOPIC.topic_id, replicas=(1, 2), isr=(1,))]
+    messages: list[Any] = [
+        TOPIC, mt.NoOpRecord(), mt.PartitionRecord(topic_id=TOPIC.topic_id, replicas=(1, 2), isr=(1,))
+    ]
     canonical = decode_batch(encode_batch(make_batch(7, 1, 1_000, messages)))
     padded = decode_batch(batch(7, [
         loose_record(i, loose_value(m, m.MAX_VERSION, 1, 1), (1, 1, 1, 1, 1)) for i, m in enumerate(messages)

@@ -143,7 +143,7 @@ def test_leader_epochs_start_where_leader_epoch_checkpoint_says(samples_dir: Pat
     independently of the batches: each epoch's first batch must start at the offset it records."""
     lines = (samples_dir / folder / "leader-epoch-checkpoint").read_text().split("\n")
     count = int(lines[1])
-    expected = dict(tuple(map(int, line.split())) for line in lines[2 : 2 + count])
+    expected = {int(epoch): int(start) for epoch, start in (line.split() for line in lines[2 : 2 + count])}
     first_offsets: dict[int, int] = {}
     for batch in MetadataLogDir(samples_dir / folder).log_batches():
         first_offsets.setdefault(batch.partition_leader_epoch, batch.base_offset)

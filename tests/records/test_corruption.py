@@ -176,7 +176,7 @@ def _synthetic_batches(samples_dir: Path) -> list[bytes]:
     """Real records (a PartitionRecord-heavy snapshot batch) re-batched in every codec."""
     path = "kckoh_xflow/kafka-data/__cluster_metadata-0/00000000000000007605-0000000001.checkpoint"
     messages = [r.message for r in sample_batches(samples_dir, path)[1].records[:40]]
-    versions = {mt.PartitionRecord: 0, mt.RegisterBrokerRecord: 1}
+    versions: dict[type, int] = {mt.PartitionRecord: 0, mt.RegisterBrokerRecord: 1}
     return [
         encode_batch(make_batch(100, 3, 1_700_000_000_000, messages, compression_codec=codec, versions=versions))
         for codec in sorted(compression.CODEC_NAMES)

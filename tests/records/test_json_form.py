@@ -33,6 +33,7 @@ def test_strimzi_kafka_3_7_records_have_the_same_json_and_value_size(samples_dir
     lines = dump_lines(samples_dir, "strimzi-blog-2024-03-21-kraft-migration.txt")
     assert len(lines) == 6
     for value_size, payload in lines:
+        assert value_size is not None, "every line of this dump names its valueSize"
         cls = BY_TYPE_NAME[payload["type"]]
         value = framing.encode_metadata_value(message_from_json(cls, payload["data"], payload["version"]),
                                               payload["version"])

@@ -13,9 +13,11 @@ import pytest
 from kraftlake.cli import main
 from records import encode_batch, make_batch
 from records.control_types import LeaderChangeMessage
+from tests.records.samples import header_flipped_copies
 from tests.replay.builders import MV, B, E, N, P, T
 
 RJM = "rjmfernandes_flink-on-prem/data/__cluster_metadata-0"
+NILOUFAR_LOG = "Niloufar1171_LDI-POC/__cluster_metadata-0/00000000000000000000.log"
 
 
 def without_provenance(text: str) -> dict:
@@ -118,3 +120,16 @@ def test_asking_for_an_offset_before_a_snapshot_is_refused(samples_dir: Path,
                        "--to-offset", "100")
     assert code == 2
     assert "the snapshot ends at offset 7751, after the requested offset 100" in err
+
+
+def test_every_flipped_base_offset_or_epoch_bit_is_exit_2_naming_file_position_offset(
+    samples_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's repro: base-offset (bytes 0-7) and leader-epoch (bytes 12-15) flips gave a plausible image."""
+    for segment, position, byte in header_flipped_copies(samples_dir, tmp_path, NILOUFAR_LOG, range(16)):
+        if 8 <= byte < 12:
+            continue  # batchLength: framing errors (tests/records/test_corruption.py)
+        for path in (segment, segment.parent.parent):
+            code, out, err = run(capsys, str(path))
+            assert (code, out) == (2, ""), (path, byte)
+            assert err.startswith(f"kraftlake replay: {segment}, byte position {position}, offset "), err

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from records import metadata_types as mt
 from replay.delta import MetadataDelta
-from replay.image import Provenance
+from replay.image import MetadataImage, Provenance
 from tests.replay.builders import apply_records
 
 
-def quota(entity: dict[str, str | None], key: str, value: float, remove: bool = False) -> object:
+def quota(entity: Mapping[str, str | None], key: str, value: float, remove: bool = False) -> object:
     return mt.ClientQuotaRecord(
         entity=tuple(mt.EntityData(entity_type=k, entity_name=v) for k, v in entity.items()),
         key=key, value=value, remove=remove,
@@ -19,8 +21,8 @@ ALICE = {"user": "alice", "client-id": "app"}
 DEFAULT_USER = {"user": None}
 
 
-def quotas(image: object) -> dict[tuple, dict[str, float]]:
-    return {entity: dict(q) for entity, q in image.client_quotas.entities.items()}  # type: ignore[attr-defined]
+def quotas(image: MetadataImage) -> dict[tuple, dict[str, float]]:
+    return {entity: dict(q) for entity, q in image.client_quotas.entities.items()}
 
 
 def test_entity_is_independent_of_field_order() -> None:

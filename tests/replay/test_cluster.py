@@ -4,6 +4,7 @@ and unregister; registration replaces; a snapshot drops what it does not re-asse
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from replay.image import MetadataImage, Provenance
 from tests.replay.builders import apply_records, uuid
 
 
-def register(broker_id: int, epoch: int, *, fenced: bool = True, **fields: object) -> object:
+def register(broker_id: int, epoch: int, *, fenced: bool = True, **fields: Any) -> object:
     return mt.RegisterBrokerRecord(
         broker_id=broker_id,
         broker_epoch=epoch,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from records import metadata_types as mt
 from replay.configs import BROKER, TOPIC, ConfigResource
 from replay.delta import MetadataDelta
-from replay.image import Provenance
+from replay.image import MetadataImage, Provenance
 from tests.replay.builders import P, T, apply_records, remove
 
 
@@ -13,8 +13,8 @@ def config(resource_type: int, resource_name: str, name: str, value: str | None)
     return mt.ConfigRecord(resource_type=resource_type, resource_name=resource_name, name=name, value=value)
 
 
-def configs(image: object) -> dict[ConfigResource, dict[str, str]]:
-    return {resource: dict(values) for resource, values in image.configs.resources.items()}  # type: ignore[attr-defined]
+def configs(image: MetadataImage) -> dict[ConfigResource, dict[str, str]]:
+    return {resource: dict(values) for resource, values in image.configs.resources.items()}
 
 
 def test_set_and_overwrite() -> None:

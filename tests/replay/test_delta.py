@@ -3,10 +3,13 @@ sub-images, and INV1 (every split of a record list into successive deltas gives 
 
 from __future__ import annotations
 
+from typing import get_type_hints
+
 import pytest
 
 from records import metadata_types as mt
 from records.control_types import LeaderChangeMessage
+from replay import delta as replay_delta
 from replay.delta import MetadataDelta
 from replay.errors import ReplayError
 from replay.image import EMPTY_IMAGE, SUB_IMAGES, MetadataImage, Provenance
@@ -65,3 +68,15 @@ def test_inv1_every_split_point_and_chunk_size_gives_the_one_delta_image() -> No
         if successive(records, split, size) != expected
     ]
     assert mismatches == []
+
+
+@pytest.mark.parametrize("name", SUB_IMAGES)
+def test_each_sub_image_has_a_typed_reader_that_creates_nothing(name: str) -> None:
+    """The sub-image contract: `<name>_delta()` returns the declared delta type, live or detached."""
+    reader = getattr(MetadataDelta, f"{name}_delta")
+    declared = get_type_hints(reader, vars(replay_delta))["return"]
+    delta = MetadataDelta(EMPTY_IMAGE)
+    detached = reader(delta)
+    assert isinstance(detached, declared) and not delta.has_changes()
+    delta.finish_snapshot()  # creates every sub-delta
+    assert reader(delta) is delta.deltas[name] and isinstance(delta.deltas[name], declared)

@@ -6,23 +6,23 @@ from __future__ import annotations
 
 import pytest
 
-from records import SnapshotId
+from records import RecordBatch, SnapshotId
 from records.control_types import KRaftVersionRecord, LeaderChangeMessage, SnapshotHeaderRecord
 from replay.errors import ReplayError
-from replay.image import EMPTY_IMAGE, Provenance
+from replay.image import EMPTY_IMAGE, MetadataImage, Provenance
 from replay.loader import BatchLoader, TransactionState
 from tests.replay.builders import MV, A, B, E, N, P, Recorder, T, change, control, data, remove, topic_id_of
 
 
-def has_topic(image: object, name: str) -> bool:
-    return name in image.topics.by_name  # type: ignore[attr-defined]
+def has_topic(image: MetadataImage, name: str) -> bool:
+    return name in image.topics.by_name
 
 
-def loaded(*batches: object, flush: bool = False) -> tuple[BatchLoader, Recorder]:
+def loaded(*batches: RecordBatch, flush: bool = False) -> tuple[BatchLoader, Recorder]:
     recorder = Recorder()
     loader = BatchLoader(recorder, EMPTY_IMAGE)
     for batch in batches:
-        loader.load_batch(batch)  # type: ignore[arg-type]
+        loader.load_batch(batch)
     if flush:
         loader.flush()
     return loader, recorder

@@ -152,7 +152,9 @@ class StreamWriter:
                 end_points=(mt.BrokerEndpoint(name="PLAINTEXT", host=f"b{broker_id}", port=9092, security_protocol=0),),
             ))
             self.state.brokers[broker_id] = epoch
-        elif kind == "fence":
+            return
+        assert epoch is not None  # the other kinds are drawn for a registered broker only
+        if kind == "fence":
             self.records.append(mt.FenceBrokerRecord(id=broker_id, epoch=epoch))
         elif kind == "unfence":
             self.records.append(mt.UnfenceBrokerRecord(id=broker_id, epoch=epoch))

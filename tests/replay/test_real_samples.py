@@ -41,10 +41,16 @@ def test_the_samples_are_the_ones_listed(samples_dir: Path) -> None:
     assert (tuple(logs), tuple(beside)) == (LOGS, SNAPSHOTS_BESIDE_LOGS)
 
 
+def snapshot_end(path: Path) -> int:
+    found = snapshot_id(path)
+    assert found is not None, f"{path} is not named as a snapshot"
+    return found.end_offset
+
+
 @pytest.mark.parametrize("snapshot", SNAPSHOTS_BESIDE_LOGS, ids=lambda s: Path(s).name.split(".")[0])
 def test_log_up_to_the_snapshot_equals_the_snapshot(samples_dir: Path, snapshot: str) -> None:
     path = samples_dir / snapshot
-    end = snapshot_id(path).end_offset  # type: ignore[union-attr]
+    end = snapshot_end(path)
     log = path.parent / "00000000000000000000.log"
     from_log = replay_paths([log], end - 1).image
     from_snapshot = replay_paths([path]).image
@@ -117,7 +123,7 @@ def test_every_offset_replays(samples_dir: Path, log: str) -> None:
     batches = batches_of(path)
     last = batches[-1].last_offset
     checked = {0, 1, 2, 3, 4, 5, last // 3, last // 2, last - 1, last}
-    beside = {snapshot_id(s).end_offset - 1: s for s in path.parent.glob("*-*.checkpoint")}  # type: ignore[union-attr]
+    beside = {snapshot_end(s) - 1: s for s in path.parent.glob("*-*.checkpoint")}
     count = 0
     for offset, image in enumerate(images_at_every_offset(batches)):
         assert image.provenance.offset == offset

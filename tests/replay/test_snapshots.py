@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from records import SnapshotId, encode_batch
+from records import RecordBatch, SnapshotId, encode_batch
 from records import metadata_types as mt
 from records.control_types import SnapshotFooterRecord, SnapshotHeaderRecord
 from replay.canonical import canonical_json
@@ -20,7 +20,7 @@ from replay.writer import snapshot_batches
 from tests.replay.builders import MV, B, E, Recorder, T, apply_records, control, data, rich_records
 
 
-def header(time_ms: int) -> object:
+def header(time_ms: int) -> RecordBatch:
     return control(0, 100, 0, [SnapshotHeaderRecord(version=0, last_contained_log_timestamp=time_ms)])
 
 

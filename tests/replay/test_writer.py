@@ -106,7 +106,7 @@ def test_an_image_without_metadata_version_needs_one_named() -> None:
         image_records(apply_records([T("foo")]))
 
 
-GROUPS = [
+GROUPS: list[set[type]] = [
     {mt.FeatureLevelRecord},
     {mt.RegisterBrokerRecord, mt.RegisterControllerRecord},
     {mt.TopicRecord, mt.PartitionRecord},

@@ -1,0 +1,1 @@
+"""Metadata images: the state a run of `records` builds, replayed as Kafka's MetadataLoader does (no Spark)."""
