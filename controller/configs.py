@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from controller.config_defs import validate_configs
 from controller.context import ControllerResult, WriteContext
@@ -72,7 +73,7 @@ def incremental_alter_configs(
             items = [item for item in items if item not in given]
         updated[change.name] = ",".join(items)
     validate_configs(resource_type, label, {k: v for k, v in updated.items() if k not in current or current[k] != v})
-    records = [
+    records: list[Any] = [
         mt.ConfigRecord(resource_type=resource_type, resource_name=resource_name, name=name, value=updated.get(name))
         for name in sorted(set(current) | set(updated))
         if current.get(name) != updated.get(name)

@@ -71,7 +71,7 @@ def update_features(
     if not updates:
         raise InvalidRequestError("no feature update given")
     state = ctx.state
-    records = []
+    records: list[Any] = []
     result = {}
     for name, (level, upgrade_type) in sorted(updates.items()):
         if name == "kraft.version":

@@ -47,9 +47,9 @@ async def serve(quorum_config_path: Path, settings_path: Path, node_id: int, boo
     metadata_log = RaftMetadataLog(server.client, asyncio.get_running_loop())
     registration = None
     if node_id in quorum_config.voters:  # observers replicate the log but are no controllers
-        host, port = quorum_config.voters[node_id]
+        raft_host, raft_port = quorum_config.voters[node_id]
         registration = ControllerRegistrationRequest(
-            node_id, new_incarnation_id(), [(CONTROLLER_LISTENER, host, port)], dict(SUPPORTED_FEATURES)
+            node_id, new_incarnation_id(), [(CONTROLLER_LISTENER, raft_host, raft_port)], dict(SUPPORTED_FEATURES)
         )
     controller = QuorumController(
         metadata_log, config, controller_addresses=settings.admin.addresses,

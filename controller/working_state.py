@@ -114,9 +114,9 @@ class ControllerState:
             self._index(key, before, self.partition(*key))
         elif kind is mt.ClearElrRecord:
             keys = [(topic_id, p) for held in self.elr_partitions_of_broker.values() for topic_id, p in held]
-            before = {key: self.partition(*key) for key in keys}
+            cleared = {key: self.partition(*key) for key in keys}
             self.delta.replay(message)
-            for key, partition in before.items():
+            for key, partition in cleared.items():
                 self._index(key, partition, self.partition(*key))
         elif kind is mt.RemoveTopicRecord:
             doomed = [(message.topic_id, p, self.partition(message.topic_id, p))
