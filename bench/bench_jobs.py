@@ -15,7 +15,7 @@ PartitionChangeRecords (ISR shrink/expand, leader moves) are produced one at a t
 intervals; latency is from the producer's acknowledgement (the batch is appended to the topic: the stand-in
 for its commit on the quorum) to the moment this process, polling the `images` table with delta-rs every
 20 ms, sees an image covering it; the micro-batches' own figures follow. Goal: p50 <= 2 s.
-(3) Time travel: `jobs.time_travel.image_at_offset` at an offset inside a churn batch (no image is published
+(3) Time travel: `lake.time_travel.image_at_offset` at an offset inside a churn batch (no image is published
 there) on that warehouse, checked once against an in-memory replay. Goal: <= 2 s, median of 5.
 
 Wall-clock times, so they include whatever else the machine runs (the load average is noted). The broker
@@ -46,14 +46,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from deltalake import DeltaTable
 
 from image_schema.changes import ChangeRecorder
-from jobs.delta_sink import DeltaSink, PublishedImage
-from jobs.gc_pause import paused_collector
 from jobs.kafka_source import RECEIVE_MAX_BYTES
 from jobs.materialize import MaterializeConfig, MicroBatchWriter, collect_messages, decode_messages, local_spark
 from jobs.materialize import start_query as start_materialize
-from jobs.time_travel import image_at_offset, published_images
-from jobs.warehouse import IMAGES, Warehouse
 from kraftlake.broker import LocalBroker
+from lake.gc_pause import paused_collector
+from lake.sink import DeltaSink, PublishedImage
+from lake.time_travel import image_at_offset, published_images
+from lake.warehouse import IMAGES, Warehouse
 from records import RecordBatch, encode_batch, make_batch, wire
 from records import metadata_types as mt
 from replay.canonical import canonical_json

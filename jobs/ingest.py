@@ -2,95 +2,24 @@
 
     spark-submit jobs/ingest.py DIR --warehouse W      (or: kraftlake ingest DIR --warehouse W)
 
-History starts at the earliest point the files hold: offset 0 when the log is whole, else the earliest
-snapshot the log continues from. An image is published every `image_every` offsets and at the end; every
-offset in between stays exact through the history tables. Replay is sequential by nature (offset order),
-so the work happens in this one process: Spark is not needed to write, only to query. Rerunning after a
-crash (or on a longer copy of the same log) completes the warehouse without duplicating anything.
+Replay is sequential by nature (offset order), so the work happens in this one process (`lake.ingest`):
+Spark is not needed to write, only to query.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-from jobs.gc_pause import paused_collector
-from jobs.pipeline import MetadataPipeline
-from jobs.warehouse import Warehouse
-from records.files import LogReader, read_snapshot
-from replay.log_replay import history_sources
-
-Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
-
-
-@dataclass(frozen=True)
-class IngestResult:
-    first_offset: int
-    last_offset: int
-    images_published: int
-
-
-def ingest(
-    directory: Path, warehouse: Warehouse, *, image_every: int = 1000, progress: Progress | None = None
-) -> IngestResult:
-    with paused_collector():
-        return _ingest(directory, warehouse, image_every, progress)
-
-
-def _ingest(directory: Path, warehouse: Warehouse, image_every: int, progress: Progress | None) -> IngestResult:
-    sources = history_sources(directory)
-    total = sum(source.path.stat().st_size for source in sources)
-    done = 0
-    pipeline = MetadataPipeline(warehouse)
-    reader = LogReader()
-    published = 0
-    first_offset = None
-    for source in sources:
-        if source.snapshot is not None:
-            batches = read_snapshot(source.path, source.snapshot)
-            snapshot = pipeline.load_snapshot(batches, source.snapshot, str(source.path))
-            published += snapshot is not None
-            first_offset = source.snapshot.end_offset - 1 if first_offset is None else first_offset
-        else:
-            last_commit = pipeline.loaded_offset
-            for batch in reader.batches(source.path):
-                if pipeline.load(batch, str(source.path)) and first_offset is None:
-                    first_offset = batch.base_offset
-                if pipeline.loaded_offset - last_commit >= image_every:
-                    published += pipeline.commit() is not None
-                    last_commit = pipeline.loaded_offset
-                    if progress is not None:
-                        progress(done + batch.position + batch.size_in_bytes, total)
-        done += source.path.stat().st_size
-        if progress is not None:
-            progress(done, total)
-    published += pipeline.commit() is not None
-    return IngestResult(-1 if first_offset is None else first_offset, pipeline.loaded_offset, published)
-
-
-def terminal_progress(stream=sys.stderr) -> Progress:
-    """A one-line progress bar on a terminal; on a pipe or a log, silence (the result line says it all)."""
-
-    def show(done: int, total: int) -> None:
-        if not stream.isatty():
-            return
-        fraction = done / total if total else 1.0
-        filled = int(fraction * 30)
-        stream.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {fraction:6.1%} {done / 1e6:.1f}/{total / 1e6:.1f} MB")
-        if done >= total:
-            stream.write("\n")
-        stream.flush()
-
-    return show
+from lake.ingest import ingest, terminal_progress
+from lake.warehouse import Warehouse
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path)
-    parser.add_argument("--warehouse", type=Path, required=True)
+    parser.add_argument("--warehouse", required=True, help="a local path or an object-store URI")
     parser.add_argument("--image-every", type=int, default=1000)
     args = parser.parse_args(argv)
     result = ingest(

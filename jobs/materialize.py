@@ -23,10 +23,10 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from jobs.gc_pause import paused_collector
 from jobs.kafka_source import RECEIVE_MAX_BYTES, SOURCE_NAME, KafkaSource
-from jobs.pipeline import MetadataPipeline
-from jobs.warehouse import Warehouse
+from lake.gc_pause import paused_collector
+from lake.pipeline import MetadataPipeline
+from lake.warehouse import Warehouse
 from records import RecordBatch, decode_batch
 from records.errors import RecordFormatError
 from replay.errors import ReplayError
@@ -39,11 +39,12 @@ log = logging.getLogger(__name__)
 class MaterializeConfig:
     bootstrap_servers: str
     topic: str
-    warehouse: Path
+    warehouse: str  # a local path or an object-store URI
     checkpoint: Path
     trigger_seconds: float = 1.0
     available_now: bool = False
     max_offsets_per_trigger: int | None = None
+    idle_publish_seconds: float = 0.0  # hold offset-only images this long (see lake.pipeline); 0: never
 
 
 class MaterializeError(Exception):
@@ -82,7 +83,11 @@ class MicroBatchWriter:
             if self.pipeline is None:
                 if not messages:
                     return
-                self.pipeline = MetadataPipeline(Warehouse(self.config.warehouse), hold_gaps=True)
+                self.pipeline = MetadataPipeline(
+                    Warehouse(self.config.warehouse),
+                    hold_gaps=True,
+                    idle_publish_ms=int(self.config.idle_publish_seconds * 1000),
+                )
                 self._catch_up(self.pipeline, before_kafka_offset=messages[0][0])
             self._apply(self.pipeline, messages)
         except (MaterializeError, ReplayError) as error:
@@ -99,6 +104,11 @@ class MicroBatchWriter:
                 "waiting for offset %d: %d later batch(es) held until the publisher re-sends it",
                 pipeline.loaded_offset + 1, len(pipeline.held),
             )
+
+    def flush(self) -> None:
+        if self.pipeline is not None:
+            with paused_collector():
+                self.pipeline.flush()
 
     def _catch_up(self, pipeline: MetadataPipeline, before_kafka_offset: int) -> None:
         """Replay what earlier runs of the job consumed (Kafka offsets before `before_kafka_offset`)."""
@@ -195,6 +205,7 @@ def run(config: MaterializeConfig, spark: Any | None = None) -> None:
         query.awaitTermination()
     except Exception as error:
         raise MaterializeError(writer.failure or concise_failure(str(error))) from None
+    writer.flush()  # the topic is drained (available-now): publish an offset-only image still held
 
 
 def concise_failure(text: str) -> str:
@@ -210,11 +221,13 @@ def parse_args(argv: list[str] | None) -> MaterializeConfig:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap-servers", required=True)
     parser.add_argument("--topic", required=True)
-    parser.add_argument("--warehouse", type=Path, required=True)
+    parser.add_argument("--warehouse", required=True, help="a local path or an object-store URI")
     parser.add_argument("--checkpoint", type=Path, required=True)
     parser.add_argument("--trigger-seconds", type=float, default=1.0)
     parser.add_argument("--available-now", action="store_true", help="drain the topic, then stop")
     parser.add_argument("--max-offsets-per-trigger", type=int)
+    parser.add_argument("--idle-publish-seconds", type=float, default=10.0,
+                        help="an image that only moves offsets waits up to this long (0: publish every trigger)")
     args = parser.parse_args(argv)
     return MaterializeConfig(**vars(args))
 

@@ -1,44 +1,34 @@
 """A short report on a warehouse, queried the way a user would: Spark SQL over the Delta tables.
 
-Spark reads a table at the version an `images` row pins through that version's Parquet files (delta-rs
-lists them), so the report shows one consistent published image, never a half-written one.
+Spark reads each table at the version the last `images` row pins (delta-rs reads it, Spark gets Arrow), so
+the report shows one consistent published image, never a half-written one.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from deltalake import DeltaTable
-
 from image_schema.tables import TABLES
-from jobs.time_travel import image_at_offset, published_images
-from jobs.warehouse import Warehouse, history_name
+from lake.time_travel import image_at_offset, latest_image, published_images
+from lake.warehouse import Warehouse, history_name
 
 
 def register_views(spark: Any, warehouse: Warehouse) -> dict[str, int]:
-    """Temp views of every table at the last published image; returns their Delta versions."""
-    latest = published_images(warehouse)[-1]
+    """Temp views of every table at the last published image; returns their Delta versions. Spark gets the
+    rows from Arrow (delta-rs reads them), so no table needs a path Spark can open."""
+    latest = latest_image(warehouse)
     for name in [*TABLES, *(history_name(t) for t in TABLES)]:
-        version = latest.table_versions[name]
-        files = DeltaTable(str(warehouse.path(name)), version=version).file_uris()
-        schema = warehouse.table(name, version).schema().to_arrow()
-        frame = spark.read.parquet(*files) if files else spark.createDataFrame([], _spark_schema(spark, schema))
-        frame.createOrReplaceTempView(name)
+        rows = warehouse.table(name, latest.table_versions[name]).to_pyarrow_table()
+        spark.createDataFrame(rows if rows.num_rows else rows.schema.empty_table()).createOrReplaceTempView(name)
     return latest.table_versions
-
-
-def _spark_schema(spark: Any, arrow_schema: Any) -> Any:
-    import pyarrow as pa
-
-    return spark.createDataFrame(pa.Table.from_pylist([], schema=pa.schema(arrow_schema))).schema
 
 
 def report(spark: Any, warehouse: Warehouse) -> str:
     images = published_images(warehouse)
     if not images:
-        return f"{warehouse.root}: no image published yet"
+        return f"{warehouse.uri}: no image published yet"
     register_views(spark, warehouse)
-    lines = [f"warehouse {warehouse.root}", "", "tables at the last published image (Spark SQL):"]
+    lines = [f"warehouse {warehouse.uri}", "", "tables at the last published image (Spark SQL):"]
     for name in TABLES:
         rows = spark.sql(f"SELECT count(*) AS n FROM {name}").first()["n"]
         versions = spark.sql(f"SELECT count(*) AS n FROM {history_name(name)}").first()["n"]

@@ -141,7 +141,7 @@ class Demo:
     def _materialize(self, cluster: LocalCluster) -> None:
         from jobs.materialize import MaterializeConfig, local_spark, read_topic, run
         from jobs.report import report
-        from jobs.warehouse import Warehouse
+        from lake.warehouse import Warehouse
 
         config = MaterializeConfig(
             self.broker.bootstrap_servers, cluster.topic, self.warehouse, self.checkpoint,

@@ -24,10 +24,11 @@ class KafkaSettings(BaseModel):
 class MaterializeSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    warehouse: Path = Path("warehouse")
+    warehouse: str = "warehouse"  # a local path or an object-store URI
     checkpoint: Path = Path("checkpoints/materialize")
     trigger_seconds: float = 1.0
     max_offsets_per_trigger: int = 0  # 0: no per-trigger limit
+    idle_publish_seconds: float = 10.0  # an offset-only image waits up to this long (see lake.pipeline)
 
 
 class KraftlakeSettings(BaseModel):

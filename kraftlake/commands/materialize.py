@@ -17,10 +17,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     parser.add_argument("--bootstrap-servers", help="Kafka to read (default: [kafka] or the local broker)")
     parser.add_argument("--topic")
-    parser.add_argument("--warehouse", type=Path)
+    parser.add_argument("--warehouse", help="a local path or an object-store URI")
     parser.add_argument("--checkpoint", type=Path)
     parser.add_argument("--trigger-seconds", type=float)
     parser.add_argument("--max-offsets-per-trigger", type=int)
+    parser.add_argument("--idle-publish-seconds", type=float,
+                        help="an image that only moves offsets waits up to this long (0: publish every trigger)")
     parser.add_argument("--available-now", action="store_true", help="drain the topic, then stop")
     parser.set_defaults(handler=run)
 
@@ -46,6 +48,7 @@ def config_from(args: argparse.Namespace) -> Any:
         trigger_seconds=trigger,
         available_now=args.available_now,
         max_offsets_per_trigger=pick(args.max_offsets_per_trigger, job.max_offsets_per_trigger) or None,
+        idle_publish_seconds=pick(args.idle_publish_seconds, job.idle_publish_seconds),
     )
 
 

@@ -18,9 +18,9 @@ import pytest
 from brokersim.simulator import BrokerSimulator, SimulationConfig
 from controller.admin_client import AdminClient, AdminError
 from controller.controller import MID_TRANSACTION_FAILPOINT
-from jobs.time_travel import image_at_offset, published_images
-from jobs.warehouse import Warehouse
 from kraftlake.local_cluster import LocalCluster
+from lake.time_travel import image_at_offset, published_images
+from lake.warehouse import Warehouse
 from records import MetadataLogDir
 from records import metadata_types as mt
 from replay.canonical import canonical_json

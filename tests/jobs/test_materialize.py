@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from jobs.materialize import MaterializeConfig, MaterializeError, run
-from jobs.pipeline import MetadataPipeline
-from jobs.time_travel import changes_between, image_at_offset, published_images
-from jobs.warehouse import Warehouse
+from lake.pipeline import MetadataPipeline
+from lake.time_travel import changes_between, image_at_offset, published_images
+from lake.warehouse import Warehouse
 from records import make_batch, read_batches
 from records import metadata_types as mt
 from replay.canonical import canonical_json

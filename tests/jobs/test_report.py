@@ -6,7 +6,7 @@ from pathlib import Path
 
 from jobs.ingest import ingest
 from jobs.report import report
-from jobs.warehouse import Warehouse
+from lake.warehouse import Warehouse
 from replay.log_replay import replay_paths
 
 SAMPLE = "Niloufar1171_LDI-POC"

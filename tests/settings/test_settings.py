@@ -35,7 +35,7 @@ def test_shipped_files_load_as_written() -> None:
     assert config.session_timeout_ms == controller_doc["controller"]["session_timeout_ms"]
     kraftlake_doc = tomllib.loads((CONF / "kraftlake.toml").read_text())
     materialize = load_kraftlake(CONF / "kraftlake.toml").materialize
-    assert materialize.warehouse == Path(kraftlake_doc["materialize"]["warehouse"])
+    assert materialize.warehouse == kraftlake_doc["materialize"]["warehouse"]
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.ingest import ingest
-from jobs.time_travel import TimeTravelError, image_at_offset, published_images
-from jobs.warehouse import Warehouse
+from lake.ingest import ingest
+from lake.time_travel import TimeTravelError, image_at_offset, published_images
+from lake.warehouse import Warehouse
 from replay.canonical import canonical_json
 from replay.log_replay import replay_paths
 
@@ -49,7 +49,7 @@ def _offsets_to_check(warehouse: Warehouse, seed: int) -> list[int]:
 
 def _history_offsets(warehouse: Warehouse) -> list[dict]:
     from image_schema.tables import TABLES
-    from jobs.warehouse import history_name
+    from lake.warehouse import history_name
 
     rows: list[dict] = []
     for name in TABLES:
@@ -98,7 +98,7 @@ def test_cli_image_json_equals_cli_replay_json(ingested: dict[str, tuple[Path, W
     kraftlake = [sys.executable, "-m", "kraftlake.cli"]
     for offset in (3, 61, 4928):
         image = subprocess.run(
-            [*kraftlake, "image", "--warehouse", str(warehouse.root), "--at-offset", str(offset), "--json"],
+            [*kraftlake, "image", "--warehouse", warehouse.uri, "--at-offset", str(offset), "--json"],
             capture_output=True, text=True, check=True,
         ).stdout
         replayed = subprocess.run(
@@ -117,7 +117,7 @@ def _without_provenance(text: str) -> dict:
 
 
 def test_ingest_twice_adds_nothing(ingested: dict[str, tuple[Path, Warehouse]], tmp_path: Path) -> None:
-    from tests.jobs.warehouse_state import warehouse_contents
+    from tests.lake.warehouse_state import warehouse_contents
 
     directory, warehouse = ingested["Jeong-Rae"]
     before = warehouse_contents(warehouse)

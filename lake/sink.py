@@ -5,6 +5,12 @@ current rows merged (two commits, each carrying P in its commit metadata and as 
 version); the Raft batches go to `batches`; the `images` row naming every table's version comes last.
 Every commit is idempotent: a table whose app transaction version already covers a row version skips it,
 so a crash anywhere is repaired by replaying the same log and writing again.
+
+Costs follow the change, not the warehouse's age: an image checkpoint (every table's full rows) is written
+once the history since the last one holds as many rows as that checkpoint did (at least
+`checkpoint_min_rows`), so time travel reads one checkpoint plus a bounded stretch of history; a table is
+compacted once it holds `compact_above_files` files; a table handle is reopened every
+`REOPEN_EVERY_COMMITS` commits (delta-rs's in-memory state of a long-open handle grows with every commit).
 """
 
 from __future__ import annotations
@@ -20,17 +26,32 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from failpoints import failpoint
 from image_schema.changes import RowVersion
 from image_schema.tables import TABLES, Row
-from jobs.warehouse import BATCHES, BATCHES_SCHEMA, HISTORY_COLUMNS, IMAGES, IMAGES_SCHEMA, Warehouse, history_name
+from lake.maintenance import MaintenancePolicy, compact_if_due
+from lake.warehouse import (
+    BATCHES,
+    BATCHES_SCHEMA,
+    CHECKPOINT_COLUMN,
+    CHECKPOINTS,
+    CHECKPOINTS_SCHEMA,
+    HISTORY_COLUMNS,
+    IMAGES,
+    IMAGES_SCHEMA,
+    Warehouse,
+    checkpoint_name,
+    history_name,
+)
 from records import RecordBatch
-from replay.image import Provenance
+from replay.image import MetadataImage, Provenance
 
 DELETED = "_deleted"
+REOPEN_EVERY_COMMITS = 100
 
 
 @dataclass(frozen=True)
 class PublishedImage:
     provenance: Provenance
     snapshot: bool = False
+    image: MetadataImage | None = None  # the image itself, for a checkpoint when one is due
 
 
 def batch_row(batch: RecordBatch) -> Row:
@@ -57,14 +78,30 @@ class TableWrite:
     merge: bool = False
 
 
+@dataclass(frozen=True)
+class CheckpointState:
+    """The last complete image checkpoint: where it is and how big, to pace the next one."""
+
+    offset: int = -1
+    history_rows: int = 0
+    rows: int = 0
+
+
 class DeltaSink:
     """The only writer of one warehouse. `app_id` names the writer in the tables' app transactions."""
 
-    def __init__(self, warehouse: Warehouse, app_id: str = "kraftlake") -> None:
+    def __init__(
+        self, warehouse: Warehouse, app_id: str = "kraftlake", policy: MaintenancePolicy | None = None
+    ) -> None:
         warehouse.create()
         self.warehouse = warehouse
         self.app_id = app_id
+        self.policy = policy or MaintenancePolicy()
         self._tables: dict[str, DeltaTable] = {}
+        self._commits: dict[str, int] = {}
+        self._through: dict[str, int] = {}
+        self._history_rows = self._last_image_history_rows()
+        self._checkpoint = self._last_checkpoint()
 
     def _table(self, name: str) -> DeltaTable:
         table = self._tables.get(name)
@@ -73,9 +110,13 @@ class DeltaSink:
         return table
 
     def written_through(self, name: str) -> int:
-        """The highest offset whose rows `name` already holds (-1: none)."""
-        version = self._table(name).transaction_version(self._txn_id(name))
-        return -1 if version is None else version
+        """The highest offset whose rows `name` already holds (-1: none): read from the table once, then
+        kept as this sink commits (it is the table's only writer)."""
+        through = self._through.get(name)
+        if through is None:
+            version = self._table(name).transaction_version(self._txn_id(name))
+            through = self._through[name] = -1 if version is None else version
+        return through
 
     def _txn_id(self, name: str) -> str:
         return f"{self.app_id}:{name}"
@@ -93,12 +134,26 @@ class DeltaSink:
     def last_published(self) -> int:
         return self.written_through(IMAGES)
 
+    def _last_image_history_rows(self) -> int:
+        last = self.last_published()
+        if last < 0:
+            return 0
+        found = self._table(IMAGES).to_pyarrow_table(columns=["history_rows"], filters=[("offset", "=", last)])
+        return int(found["history_rows"][0].as_py()) if found.num_rows else 0
+
+    def _last_checkpoint(self) -> CheckpointState:
+        last = self.written_through(CHECKPOINTS)
+        if last < 0:
+            return CheckpointState()
+        row = self._table(CHECKPOINTS).to_pyarrow_table(filters=[("offset", "=", last)]).to_pylist()[0]
+        return CheckpointState(row["offset"], row["history_rows"], row["rows"])
+
     def write(
         self, image: PublishedImage | None, versions: Sequence[RowVersion], batches: Sequence[RecordBatch]
     ) -> bool:
         """Make `image` (None: nothing published, e.g. a transaction still open) and its rows durable.
         True when this call added the image's `images` row (False: nothing new to publish)."""
-        return self.commit(image, self.prepare(image, versions, batches))
+        return self.commit(image, self.prepare(image, versions, batches), len(versions))
 
     def prepare(
         self, image: PublishedImage | None, versions: Sequence[RowVersion], batches: Sequence[RecordBatch]
@@ -117,19 +172,25 @@ class DeltaSink:
             writes.extend(self._table_writes(table, table_versions, image.provenance))
         return writes
 
-    def commit(self, image: PublishedImage | None, writes: Sequence[TableWrite]) -> bool:
-        """Make the prepared commits, then the `images` row; True when that row is new."""
+    def commit(self, image: PublishedImage | None, writes: Sequence[TableWrite], row_versions: int = 0) -> bool:
+        """Make the prepared commits, then the `images` row; True when that row is new.
+        `row_versions` counts the image's history rows (also those a crashed attempt already wrote)."""
         for write in writes:
             if write.merge:
                 self._merge(write)
             else:
                 self._append(write.table, write.data, write.offset, write.provenance)
             failpoint(write.failpoint)
-        if image is None or image.provenance.offset <= self.last_published():
-            return False
-        self._append_image(image)
-        failpoint("sink.after_image")
-        return True
+        published = False
+        if image is not None and image.provenance.offset > self.last_published():
+            published = True
+            self._history_rows += row_versions
+            self._append_image(image)
+            failpoint("sink.after_image")
+        if image is not None and image.provenance.offset == self.last_published():
+            self._checkpoint_if_due(image)  # also on a rerun: a crash may have cut it short
+        self._maintain([*(write.table for write in writes), IMAGES])
+        return published
 
     def _batches_write(self, batches: Sequence[RecordBatch]) -> TableWrite | None:
         through = self.written_through(BATCHES)
@@ -190,7 +251,7 @@ class DeltaSink:
             .when_not_matched_insert_all(predicate=f"NOT s.{DELETED}", except_cols=[DELETED])
             .execute()
         )
-        delta_table.update_incremental()
+        self._committed(write.table, write.offset)
 
     def _append_image(self, image: PublishedImage) -> None:
         provenance = image.provenance
@@ -203,8 +264,35 @@ class DeltaSink:
             "snapshot": image.snapshot,
             "published_at_ms": int(time.time() * 1000),
             "table_versions": list(versions.items()),
+            "history_rows": self._history_rows,
         }
         self._append(IMAGES, pa.Table.from_pylist([row], schema=IMAGES_SCHEMA), provenance.offset, provenance)
+
+    def _checkpoint_if_due(self, image: PublishedImage) -> None:
+        """Write every table's full rows at this image, then its `checkpoints` row, when the history since
+        the last checkpoint is as big as that checkpoint (Kafka's snapshot-after-N-bytes, in rows)."""
+        since = self._history_rows - self._checkpoint.history_rows
+        if image.image is None or since < max(self.policy.checkpoint_min_rows, self._checkpoint.rows):
+            return
+        provenance, rows = image.provenance, 0
+        for table, spec in TABLES.items():
+            values = [row for _, row in spec.image_rows(image.image)]
+            rows += len(values)
+            name = checkpoint_name(table)
+            if values and self.written_through(name) < provenance.offset:
+                data = spec.arrow(values)
+                data = data.append_column(CHECKPOINT_COLUMN, pa.array([provenance.offset] * len(values), pa.int64()))
+                self._append(name, data, provenance.offset, provenance)
+        failpoint("sink.before_checkpoint_row")
+        state = CheckpointState(provenance.offset, self._history_rows, rows)
+        data = pa.Table.from_pylist([state.__dict__], schema=CHECKPOINTS_SCHEMA)
+        self._append(CHECKPOINTS, data, provenance.offset, provenance)
+        self._checkpoint = state
+
+    def _maintain(self, tables: Iterator[str] | Sequence[str]) -> None:
+        for name in dict.fromkeys(tables):
+            if compact_if_due(self._table(name), self.policy):
+                self._tables.pop(name, None)  # a compacted table is reopened: its state starts small again
 
     @staticmethod
     def warehouse_tables() -> list[str]:
@@ -214,4 +302,12 @@ class DeltaSink:
     def _append(self, name: str, data: pa.Table, offset: int, provenance: Provenance) -> None:
         table = self._table(name)
         write_deltalake(table, data, mode="append", commit_properties=self._commit(name, offset, provenance))
-        table.update_incremental()
+        self._committed(name, offset)
+
+    def _committed(self, name: str, offset: int) -> None:
+        """Note the commit (delta-rs already moved the handle to it); reopen the handle every
+        REOPEN_EVERY_COMMITS commits, as a long-open one gets slower with every commit."""
+        self._through[name] = offset
+        count = self._commits[name] = self._commits.get(name, 0) + 1
+        if count % REOPEN_EVERY_COMMITS == 0:
+            self._tables.pop(name, None)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.ingest import ingest
-from jobs.time_travel import TimeTravelError, changes_between, dataframes, image_at_offset, image_at_time
-from jobs.warehouse import Warehouse
+from lake.ingest import ingest
+from lake.time_travel import TimeTravelError, changes_between, dataframes, image_at_offset, image_at_time
+from lake.warehouse import Warehouse
 from replay.log_replay import replay_paths
 
 SAMPLE = "rjmfernandes_flink-on-prem/data"

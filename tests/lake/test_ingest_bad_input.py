@@ -12,11 +12,11 @@ from pathlib import Path
 import crc32c
 import pytest
 
-from jobs.ingest import ingest
-from jobs.time_travel import published_images
-from jobs.warehouse import Warehouse
+from lake.ingest import ingest
+from lake.time_travel import published_images
+from lake.warehouse import Warehouse
 from records import scan_batches
-from tests.jobs.warehouse_state import warehouse_contents
+from tests.lake.warehouse_state import warehouse_contents
 
 SAMPLE = "Niloufar1171_LDI-POC"
 LOG = "__cluster_metadata-0/00000000000000000000.log"

@@ -6,15 +6,23 @@ failover). A batch beyond a gap is an error for files, which cannot fill it; fro
 until the gap fills: after a broker lost acknowledged messages the publisher re-sends from the first one
 lost, so the topic can hold a batch before the ones it follows. `commit()` ends a commit cycle: pending
 records are published unless a transaction is open, and everything visible is written.
+
+An idle cluster's controller writes a NoOp every 500 ms, so a 1 s trigger would publish an image that only
+moves the offset every second, a Delta commit to `batches` and `images` each time, forever. With
+`idle_publish_ms` set, an image that changes no row waits (in memory, its batches with it) until one that
+does comes, or until `idle_publish_ms` passed since the last write: offsets become readable at most that late
+on an idle cluster, and every offset is as exact as ever once published. `flush()` writes what waits.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 from image_schema.changes import ChangeRecorder
-from jobs.delta_sink import DeltaSink, PublishedImage
-from jobs.warehouse import Warehouse
+from lake.maintenance import MaintenancePolicy
+from lake.sink import DeltaSink, PublishedImage
+from lake.warehouse import Warehouse
 from records import RecordBatch, SnapshotId
 from records.headers import epoch_regression
 from replay.delta import MetadataDelta
@@ -24,8 +32,18 @@ from replay.loader import BatchLoader, Manifest
 
 
 class MetadataPipeline:
-    def __init__(self, warehouse: Warehouse, app_id: str = "kraftlake", *, hold_gaps: bool = False) -> None:
-        self.sink = DeltaSink(warehouse, app_id)
+    def __init__(
+        self,
+        warehouse: Warehouse,
+        app_id: str = "kraftlake",
+        *,
+        hold_gaps: bool = False,
+        idle_publish_ms: int = 0,
+        policy: MaintenancePolicy | None = None,
+    ) -> None:
+        self.sink = DeltaSink(warehouse, app_id, policy)
+        self.idle_publish_ms = idle_publish_ms
+        self._last_write = float("-inf")
         self.recorder = ChangeRecorder()
         self.loader = BatchLoader(self._published, observer=self.recorder)
         self.hold_gaps = hold_gaps
@@ -43,7 +61,7 @@ class MetadataPipeline:
         return self.loader.image
 
     def _published(self, delta: MetadataDelta, image: MetadataImage, manifest: Manifest) -> None:
-        self._latest = PublishedImage(image.provenance, manifest.snapshot)
+        self._latest = PublishedImage(image.provenance, manifest.snapshot, image)
 
     def load(self, batch: RecordBatch, source: str | None = None) -> bool:
         """Replay `batch` (and any held batch it unblocks); False when it is a duplicate or held."""
@@ -82,7 +100,18 @@ class MetadataPipeline:
         self.loader.flush()
         return self._write()
 
-    def _write(self) -> PublishedImage | None:
+    def flush(self) -> PublishedImage | None:
+        """Write an image held back by `idle_publish_ms` (at the end of a run)."""
+        return self._write(force=True)
+
+    def _write(self, force: bool = False) -> PublishedImage | None:
+        versions = self.recorder.take()
+        if not (force or versions or self._latest is None or self._latest.snapshot or self._idle_due()):
+            return None  # only offsets moved: hold the image and its batches (nothing recorded is dropped)
         image, self._latest = self._latest, None
         batches, self._batches = self._batches, []
-        return image if self.sink.write(image, self.recorder.take(), batches) else None
+        self._last_write = time.monotonic()
+        return image if self.sink.write(image, versions, batches) else None
+
+    def _idle_due(self) -> bool:
+        return (time.monotonic() - self._last_write) * 1000 >= self.idle_publish_ms

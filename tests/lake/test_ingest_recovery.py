@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.ingest import ingest
-from jobs.warehouse import Warehouse
-from tests.jobs.warehouse_state import warehouse_contents
+from lake.ingest import ingest
+from lake.warehouse import Warehouse
+from tests.lake.warehouse_state import warehouse_contents
 
 SAMPLE = "Niloufar1171_LDI-POC"
 IMAGE_EVERY = "400"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jobs.warehouse import BATCHES, IMAGES, Warehouse, all_tables
+from lake.warehouse import BATCHES, IMAGES, Warehouse, all_tables
 
 
 def _sorted_rows(warehouse: Warehouse, name: str, drop: tuple[str, ...] = ()) -> list[str]:

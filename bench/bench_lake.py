@@ -1,0 +1,187 @@
+"""The warehouse over a long run: does the cost of an image stay flat as images pile up?
+
+(1) Long run: a synthetic NoOp-heavy log (3 brokers, 10 partitions of RF 3; every image two one-NoOp batches,
+as a 1 s trigger sees an idle controller writing a NoOp every 500 ms) with an ISR-churn phase in the middle
+third (each image also carries one PartitionChangeRecord); `lake.pipeline.MetadataPipeline` commits one image
+per step, with no coalescing (`idle_publish_ms=0`: the worst case, an image per trigger). Reported: commit p50
+over the first and the last 1,000 images (goal: last <= 1.25x first), active files in all tables at the end
+(goal <= 400), time travel (`image_at_offset`) median at 5 offsets spread over the history against the same
+query on a warehouse holding one image of the same log (goal <= 0.3 s and within 1.25x), and Delta commits
+per idle hour: measured per offset-only image, times 3,600 images an hour without coalescing and 360 with the
+streaming job's default `idle_publish_seconds = 10`.
+(2) `lake.ingest` of the longest real sample with an image every 20 offsets: the time of the whole against
+twice the time of its first half (goal <= 1.25x: the cost per image stays flat in one long-lived process).
+
+$KRAFTLAKE_BENCH_IMAGES sets the long run's length (default 20,000); $KRAFTLAKE_BENCH_WAREHOUSE a base URI
+for the warehouses (default: a local temporary directory). Wall-clock times on a shared machine: the load
+average is noted.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from lake.ingest import ingest
+from lake.pipeline import MetadataPipeline
+from lake.time_travel import image_at_offset
+from lake.warehouse import Warehouse, all_tables
+from records import RecordBatch, make_batch, wire
+from records import metadata_types as mt
+
+IMAGES_DEFAULT = 20_000
+BROKERS = 3
+PARTITIONS = 10
+WINDOW = 1_000
+SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "kafka-samples"
+LONG_SAMPLE = "rjmfernandes_flink-on-prem/data"
+
+
+def _topic_id() -> str:
+    return wire.uuid_to_text((7).to_bytes(16, "big"))
+
+
+def _setup(time_ms: int) -> RecordBatch:
+    records: list[Any] = [mt.FeatureLevelRecord(name="metadata.version", feature_level=21)]
+    records += [
+        mt.RegisterBrokerRecord(broker_id=b, broker_epoch=10 + b, incarnation_id=wire.uuid_to_text(
+            (100 + b).to_bytes(16, "big")), fenced=False, end_points=(mt.BrokerEndpoint(
+                name="PLAINTEXT", host=f"b{b}", port=9092, security_protocol=0),))
+        for b in range(BROKERS)
+    ]
+    records.append(mt.TopicRecord(name="orders", topic_id=_topic_id()))
+    records += [
+        mt.PartitionRecord(partition_id=p, topic_id=_topic_id(), replicas=(0, 1, 2), isr=(0, 1, 2), leader=p % 3,
+                           leader_epoch=0, partition_epoch=0)
+        for p in range(PARTITIONS)
+    ]
+    return make_batch(0, 1, time_ms, records)
+
+
+def long_log(images: int) -> Iterator[list[RecordBatch]]:
+    """The batches of each image in turn: two NoOp batches, plus an ISR change in the churn phase."""
+    offset, time_ms = 0, 1_760_000_000_000
+    setup = _setup(time_ms)
+    yield [setup]
+    offset = setup.last_offset + 1
+    for index in range(1, images):
+        batches = []
+        if images // 3 <= index < 2 * images // 3:
+            isr = (0, 1, 2) if index % 2 else (0, 1)
+            change = mt.PartitionChangeRecord(partition_id=index % PARTITIONS, topic_id=_topic_id(), isr=isr)
+            batches.append(make_batch(offset, 1, time_ms, [change]))
+            offset += 1
+        for _ in range(2):
+            time_ms += 500
+            batches.append(make_batch(offset, 1, time_ms, [mt.NoOpRecord()]))
+            offset += 1
+        yield batches
+
+
+def _warehouse(name: str) -> Warehouse:
+    base = os.environ.get("KRAFTLAKE_BENCH_WAREHOUSE") or tempfile.mkdtemp(prefix="kraftlake-bench-lake-")
+    return Warehouse(f"{base.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}")
+
+
+def _row(name: str, value: Any, unit: str = "s", notes: str = "") -> dict[str, Any]:
+    return {"name": name, "value": value, "unit": unit, "notes": notes}
+
+
+def _active_files(warehouse: Warehouse) -> int:
+    return sum(len(warehouse.table(name).file_uris()) for name in all_tables())
+
+
+def _median_time(warehouse: Warehouse, offsets: list[int], repeat: int = 3) -> float:
+    times = []
+    for offset in offsets:
+        for _ in range(repeat):
+            start = time.perf_counter()
+            image_at_offset(warehouse, offset)
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def long_run(images: int) -> list[dict[str, Any]]:
+    warehouse = _warehouse("long-run")
+    pipeline = MetadataPipeline(warehouse)
+    commit_s: list[float] = []
+    idle_commits: list[int] = []
+    for batches in long_log(images):
+        for batch in batches:
+            pipeline.load(batch)
+        before = _total_versions(warehouse) if len(batches) == 2 and len(commit_s) % 500 == 1 else None
+        start = time.perf_counter()
+        pipeline.commit()
+        commit_s.append(time.perf_counter() - start)
+        if before is not None:
+            idle_commits.append(_total_versions(warehouse) - before)
+    last = pipeline.loaded_offset
+    first_p50 = statistics.median(commit_s[1:WINDOW + 1])
+    last_p50 = statistics.median(commit_s[-WINDOW:])
+    offsets = [last * k // 5 for k in range(1, 6)]
+    travel = _median_time(warehouse, offsets)
+    single = _single_image_warehouse(images)
+    travel_single = _median_time(single, [offsets[-1]])
+    per_idle_image = statistics.median(idle_commits) if idle_commits else float("nan")
+    load = os.getloadavg()[0]
+    return [
+        _row("long run: images committed", images, "images", f"offsets 0..{last}; load average {load:.1f}"),
+        _row("long run: commit p50, first 1,000 images", first_p50),
+        _row("long run: commit p50, last 1,000 images", last_p50, notes=f"{last_p50 / first_p50:.2f}x the first "
+             "(goal <= 1.25x)"),
+        _row("long run: commit max", max(commit_s[1:])),
+        _row("long run: active files, all tables", _active_files(warehouse), "files", "goal <= 400"),
+        _row("long run: time travel median, 5 offsets over the history", travel, notes="goal <= 0.3 s"),
+        _row("one-image warehouse: the same time travel", travel_single,
+             notes=f"long run / one image = {travel / travel_single:.2f}x (goal <= 1.25x)"),
+        _row("Delta commits per offset-only image", per_idle_image, "commits",
+             "measured every 500 images (batches, images, compactions)"),
+        _row("Delta commits per idle hour, image every 1 s trigger", per_idle_image * 3600, "commits"),
+        _row("Delta commits per idle hour, idle_publish_seconds = 10", per_idle_image * 360, "commits",
+             "the streaming job's default"),
+    ]
+
+
+def _total_versions(warehouse: Warehouse) -> int:
+    """The sum of every table's Delta version: how many commits the warehouse has had (compactions too)."""
+    return sum(warehouse.table(name).version() for name in all_tables())
+
+
+def _single_image_warehouse(images: int) -> Warehouse:
+    warehouse = _warehouse("one-image")
+    pipeline = MetadataPipeline(warehouse)
+    for batches in long_log(images):
+        for batch in batches:
+            pipeline.load(batch)
+    pipeline.commit()
+    return warehouse
+
+
+def ingest_flatness() -> list[dict[str, Any]]:
+    directory = SAMPLES / LONG_SAMPLE
+    marks: list[tuple[float, float]] = []
+    start = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        marks.append((done / total, time.perf_counter() - start))
+
+    result = ingest(directory, _warehouse("ingest"), image_every=20, progress=progress)
+    total = time.perf_counter() - start
+    half = next(seconds for fraction, seconds in marks if fraction >= 0.5)
+    return [
+        _row("ingest --image-every 20, whole log", total, notes=f"{LONG_SAMPLE}: offsets {result.first_offset}.."
+             f"{result.last_offset}, {result.images_published} images"),
+        _row("ingest --image-every 20, first half (by bytes)", half,
+             notes=f"whole / (2 x first half) = {total / (2 * half):.2f} (goal <= 1.25)"),
+    ]
+
+
+def run() -> list[dict[str, Any]]:
+    images = int(os.environ.get("KRAFTLAKE_BENCH_IMAGES", IMAGES_DEFAULT))
+    return [*long_run(images), *ingest_flatness()]

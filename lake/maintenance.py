@@ -1,0 +1,96 @@
+"""Maintenance of a warehouse: compaction, Delta log checkpoints, metadata cleanup and safe vacuum.
+
+Every table is appended to (or merged into) once per image, so without compaction its file count, and with
+it the cost of every write and read, would grow with the warehouse's age. The sink compacts a table as soon
+as it holds `compact_above_files` small files (one `optimize.compact` commit, atomic: readers see the files
+before or after it, both the same rows). `kraftlake maintain` does the rest for operators: compaction of
+whatever is small, a Delta checkpoint, removal of expired log files, and VACUUM. Time travel reads only the
+latest version of each table, so none of it takes an offset away; a VACUUM with a retention shorter than the
+longest running read may fail that read (never a later one). Each step is idempotent: a crash anywhere is
+finished by running maintenance again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable
+
+from failpoints import failpoint
+from lake.warehouse import Warehouse, all_tables
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class MaintenancePolicy:
+    """When the sink checkpoints images and compacts tables (all of it configurable, none of it blocking
+    for long: a compaction rewrites at most `compact_above_files` small files of one table)."""
+
+    checkpoint_min_rows: int = 10_000  # image checkpoint once the history since holds this many rows (or more)
+    compact_above_files: int = 16  # compact a table holding more small files than this
+    target_file_bytes: int = 8 * MIB  # compaction writes files up to this size; larger files are left alone
+
+
+@dataclass(frozen=True)
+class TableReport:
+    table: str
+    files_before: int
+    files_after: int
+    vacuumed: int
+
+
+def small_files(table: DeltaTable, policy: MaintenancePolicy) -> int:
+    """How many of the table's active files are smaller than the compaction target."""
+    actions = pa.table(table.get_add_actions(flatten=True))
+    if actions.num_rows == 0:
+        return 0
+    return int(pc.sum(pc.less(actions["size_bytes"], policy.target_file_bytes)).as_py() or 0)
+
+
+def compact_if_due(table: DeltaTable, policy: MaintenancePolicy, above: int | None = None) -> bool:
+    """Compact `table` when it holds more small files than `above` (default: the policy's); True if it did."""
+    if small_files(table, policy) <= (policy.compact_above_files if above is None else above):
+        return False
+    table.optimize.compact(target_size=policy.target_file_bytes)
+    return True
+
+
+def maintain_table(
+    warehouse: Warehouse, name: str, policy: MaintenancePolicy, retention_hours: int | None
+) -> TableReport:
+    """Compact every small file, checkpoint the Delta log, drop expired log files, vacuum."""
+    table = warehouse.table(name)
+    before = len(table.file_uris())
+    compact_if_due(table, policy, above=1)
+    failpoint("maintain.after_compact")
+    table = warehouse.table(name)
+    table.create_checkpoint()
+    failpoint("maintain.after_checkpoint")
+    table.cleanup_metadata()
+    vacuumed = table.vacuum(
+        retention_hours=retention_hours, dry_run=False, enforce_retention_duration=retention_hours is None
+    )
+    failpoint("maintain.after_vacuum")
+    return TableReport(name, before, len(warehouse.table(name).file_uris()), len(vacuumed))
+
+
+def maintain(
+    warehouse: Warehouse,
+    policy: MaintenancePolicy | None = None,
+    retention_hours: int | None = None,
+    progress: Callable[[TableReport], None] | None = None,
+) -> list[TableReport]:
+    """Maintain every table of the warehouse. `retention_hours` None: the tables' own
+    `delta.deletedFileRetentionDuration` (1 day); lower values are allowed, for an operator who knows no
+    read runs that long."""
+    reports = []
+    for name in all_tables():
+        report = maintain_table(warehouse, name, policy or MaintenancePolicy(), retention_hours)
+        reports.append(report)
+        if progress is not None:
+            progress(report)
+    return reports

@@ -1,0 +1,224 @@
+"""Time travel: the image at any metadata offset or time, read from the warehouse.
+
+The image at offset N starts from the newest image checkpoint at or before N and applies the history rows
+in (that checkpoint, N]: every read is of a table's latest Delta version, filtered so file statistics prune
+all but the files that hold the answer, so neither Delta's log retention nor VACUUM takes an offset away,
+and the cost follows the size of the image, not the length of the history. Only what a published image
+covers is readable: an offset past the last `images` row is refused, so a reader never sees half of an
+image that was being written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable
+
+from image_schema.rebuild import image_from_rows
+from image_schema.tables import TABLES
+from lake.warehouse import BATCHES, CHECKPOINTS, IMAGES, Warehouse, checkpoint_name, history_name, history_schema
+from replay.canonical import canonical_json
+from replay.image import MetadataImage, Provenance
+
+_INDEX = "__kraftlake_row"
+
+
+class TimeTravelError(Exception):
+    """An offset or time the warehouse cannot answer for (before its history, after its last image)."""
+
+
+@dataclass(frozen=True)
+class ImageRow:
+    offset: int
+    epoch: int
+    log_time_ms: int
+    snapshot: bool
+    table_versions: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class WarehouseImage:
+    """Each sub-image table at one offset, as Arrow, with the provenance of that offset."""
+
+    provenance: Provenance
+    tables: Mapping[str, pa.Table]
+
+    def to_image(self) -> MetadataImage:
+        return image_from_rows({name: table.to_pylist() for name, table in self.tables.items()}, self.provenance)
+
+    def canonical_json(self, indent: int | None = 2) -> str:
+        return canonical_json(self.to_image(), indent=indent)
+
+
+def published_images(warehouse: Warehouse) -> list[ImageRow]:
+    """Every published image, oldest first. Reads the whole `images` table: for tests and listings, never
+    on a path that runs per image or per query."""
+    _require(warehouse)
+    rows = warehouse.table(IMAGES).to_pyarrow_table().sort_by("offset").to_pylist()
+    return [_image_row(r) for r in rows]
+
+
+def _image_row(r: dict[str, Any]) -> ImageRow:
+    return ImageRow(r["offset"], r["epoch"], r["log_time_ms"], r["snapshot"], dict(r["table_versions"]))
+
+
+def _require(warehouse: Warehouse) -> None:
+    if not warehouse.exists():
+        raise TimeTravelError(f"{warehouse.uri} is not a kraftlake warehouse (no images table)")
+
+
+def last_published_offset(warehouse: Warehouse) -> int:
+    """The offset of the last published image (-1: none), from the `images` files' statistics: no scan."""
+    _require(warehouse)
+    return _offset_bound(warehouse.table(IMAGES), pc.max, "max.offset", -1)
+
+
+def _offset_bound(table: DeltaTable, aggregate: Any, column: str, default: int) -> int:
+    actions = pa.table(table.get_add_actions(flatten=True))
+    return default if actions.num_rows == 0 else aggregate(actions[column]).as_py()
+
+
+def latest_image(warehouse: Warehouse) -> ImageRow:
+    """The last published image's row, read by its offset (file statistics prune the rest)."""
+    last = last_published_offset(warehouse)
+    if last < 0:
+        raise TimeTravelError("the warehouse has no published image yet")
+    return _image_row(warehouse.table(IMAGES).to_pyarrow_table(filters=[("offset", "=", last)]).to_pylist()[0])
+
+
+def first_image(warehouse: Warehouse) -> ImageRow:
+    """The first published image: where the warehouse's history starts (a snapshot, or offset 0's log)."""
+    table = warehouse.table(IMAGES)
+    first = _offset_bound(table, pc.min, "min.offset", -1)
+    return _image_row(table.to_pyarrow_table(filters=[("offset", "=", first)]).to_pylist()[0])
+
+
+def _base_checkpoint(warehouse: Warehouse, offset: int) -> int:
+    """The newest complete image checkpoint at or before `offset` (-1: none, start from the empty image).
+    The `checkpoints` table holds one small row per checkpoint and is compacted like every table."""
+    found = warehouse.table(CHECKPOINTS).to_pyarrow_table(columns=["offset"], filters=[("offset", "<=", offset)])
+    return pc.max(found["offset"]).as_py() if found.num_rows else -1
+
+
+def image_at_offset(warehouse: Warehouse, offset: int) -> WarehouseImage:
+    """Each table at `offset`: the newest image checkpoint at or before it plus the history rows since, both
+    read from the tables' latest versions with filters that prune by file statistics."""
+    last = last_published_offset(warehouse)
+    if last < 0:
+        raise TimeTravelError("the warehouse has no published image yet")
+    if offset > last:
+        raise TimeTravelError(f"offset {offset} is past the last published image (offset {last})")
+    first = first_image(warehouse)
+    if offset < first.offset and first.snapshot:
+        raise TimeTravelError(f"offset {offset} is before the history this warehouse holds (from {first.offset})")
+    since = _base_checkpoint(warehouse, offset)
+    tables = {}
+    for name, spec in TABLES.items():
+        base = _checkpoint_table(warehouse, name, since)
+        changes = _history_table(warehouse, name, since, offset)
+        tables[name] = _one_chunk(_apply_changes(base, changes, spec.key) if changes.num_rows else base)
+    return WarehouseImage(_provenance(warehouse, offset), tables)
+
+
+def _apply_changes(current: pa.Table, changes: pa.Table, key: Sequence[str]) -> pa.Table:
+    """`current` with the last change of each key in `changes` (sorted by offset) applied, in Arrow throughout:
+    rows whose key changed are dropped, then the last versions that are not deletions are added."""
+    changes = changes.append_column(_INDEX, _row_numbers(changes))
+    last = changes.group_by(list(key), use_threads=False).aggregate([(_INDEX, "max")])
+    latest = changes.take(last[f"{_INDEX}_max"])
+    current_keys = current.select(list(key)).append_column(_INDEX, _row_numbers(current))
+    kept = current_keys.join(latest.select(list(key)), list(key), join_type="left anti")
+    upserts = latest.filter(pc.invert(latest["deleted"])).select(current.schema.names)
+    return pa.concat_tables([current.take(kept.sort_by(_INDEX)[_INDEX]), upserts.cast(current.schema)])
+
+
+def _one_chunk(table: pa.Table) -> pa.Table:
+    """Each column in one chunk, also when empty (Spark's createDataFrame refuses a column of no chunks)."""
+    return table.combine_chunks() if table.num_rows else table.schema.empty_table()
+
+
+def _row_numbers(table: pa.Table) -> pa.Array:
+    return pa.array(np.arange(table.num_rows, dtype=np.int64))
+
+
+def image_at_time(warehouse: Warehouse, time_ms: int) -> WarehouseImage:
+    """The image after the last batch appended at or before `time_ms` (capped at the last image)."""
+    last = last_published_offset(warehouse)
+    if last < 0:
+        raise TimeTravelError("the warehouse has no published image yet")
+    offset = _last_offset_at(warehouse, time_ms)
+    if offset is None:
+        first = first_image(warehouse)
+        if not (first.snapshot and first.log_time_ms <= time_ms):
+            raise TimeTravelError(f"no metadata was committed at or before {time_ms} ms")
+        offset = first.offset
+    return image_at_offset(warehouse, min(offset, last))
+
+
+def _last_offset_at(warehouse: Warehouse, time_ms: int) -> int | None:
+    """The last offset of the last batch appended at or before `time_ms`. Append times grow with offsets,
+    so the file statistics say which file holds it; only that file (and any it overlaps) is read."""
+    table = warehouse.table(BATCHES)
+    actions = pa.table(table.get_add_actions(flatten=True))
+    if actions.num_rows == 0:
+        return None
+    early = actions.filter(pc.less_equal(actions["min.append_time_ms"], time_ms))
+    if early.num_rows == 0:
+        return None
+    newest = pc.max(early["min.last_offset"]).as_py()
+    found = table.to_pyarrow_table(
+        columns=["last_offset"], filters=[("append_time_ms", "<=", time_ms), ("last_offset", ">=", newest)]
+    )
+    return pc.max(found["last_offset"]).as_py() if found.num_rows else None
+
+
+def changes_between(warehouse: Warehouse, from_offset: int, to_offset: int) -> dict[str, pa.Table]:
+    """Per table, the row versions that start in (from_offset, to_offset]: what changed between them."""
+    last = last_published_offset(warehouse)
+    if to_offset > last:
+        raise TimeTravelError(f"offset {to_offset} is past the last published image (offset {last})")
+    return {
+        name: _one_chunk(_history_table(warehouse, name, from_offset, to_offset).cast(history_schema(name)))
+        for name in TABLES
+    }
+
+
+def _checkpoint_table(warehouse: Warehouse, name: str, checkpoint: int) -> pa.Table:
+    schema = TABLES[name].schema
+    if checkpoint < 0:
+        return schema.empty_table()
+    rows = warehouse.table(checkpoint_name(name)).to_pyarrow_table(
+        columns=schema.names, filters=[("checkpoint_offset", "=", checkpoint)]
+    )
+    return rows.cast(schema)
+
+
+def _history_table(warehouse: Warehouse, name: str, after: int, through: int) -> pa.Table:
+    table = warehouse.table(history_name(name)).to_pyarrow_table(
+        filters=[("from_offset", ">", after), ("from_offset", "<=", through)]
+    )
+    return table.sort_by("from_offset")
+
+
+def _provenance(warehouse: Warehouse, offset: int) -> Provenance:
+    """Epoch and append time of the batch holding `offset` (or of the snapshot image ending there)."""
+    found = warehouse.table(BATCHES).to_pyarrow_table(
+        filters=[("base_offset", "<=", offset), ("last_offset", ">=", offset)]
+    )
+    if found.num_rows:
+        batch = found.to_pylist()[0]
+        return Provenance(offset, batch["epoch"], batch["append_time_ms"], batch["last_offset"] == offset)
+    image = warehouse.table(IMAGES).to_pyarrow_table(filters=[("offset", "=", offset)]).to_pylist()
+    if image:
+        return Provenance(offset, image[0]["epoch"], image[0]["log_time_ms"], True)
+    return Provenance(offset, -1, -1, False)
+
+
+def dataframes(spark: Any, image: WarehouseImage) -> dict[str, Any]:
+    """Each sub-image table of `image` as a Spark DataFrame (Spark reads the Arrow data directly)."""
+    return {name: spark.createDataFrame(table) for name, table in image.tables.items()}

@@ -1,0 +1,156 @@
+"""The warehouse layout: where each Delta table lives, its schema and its Delta properties.
+
+    <uri>/<table>               current rows of a sub-image table (the latest image, for plain Delta readers)
+    <uri>/<table>_history       every row version: key, values, `from_offset`, `deleted` (append-only)
+    <uri>/<table>_checkpoints   the table's full rows at each image checkpoint, tagged `checkpoint_offset`
+    <uri>/checkpoints           one row per complete image checkpoint (written after its tables' rows)
+    <uri>/images                one row per published image, naming the Delta version of every table
+    <uri>/batches               one row per Raft batch: offsets, epoch, append time (provenance at any offset)
+
+A warehouse is a URI: a local path or anything delta-rs opens (`s3://bucket/prefix`, …) with its storage
+options. Time travel reads only the latest version of each table (checkpoint + history since), so Delta's
+log retention and VACUUM never take an offset away; the properties below say how much old state Delta keeps.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+import pyarrow as pa
+from deltalake import DeltaTable
+
+from image_schema.tables import TABLES
+
+IMAGES = "images"
+BATCHES = "batches"
+CHECKPOINTS = "checkpoints"
+
+IMAGES_SCHEMA = pa.schema([
+    ("offset", pa.int64()),
+    ("epoch", pa.int32()),
+    ("log_time_ms", pa.int64()),
+    ("batch_aligned", pa.bool_()),
+    ("snapshot", pa.bool_()),
+    ("published_at_ms", pa.int64()),
+    ("table_versions", pa.map_(pa.string(), pa.int64())),
+    ("history_rows", pa.int64()),  # history rows written through this image, all tables: checkpoint pacing
+])
+
+BATCHES_SCHEMA = pa.schema([
+    ("base_offset", pa.int64()),
+    ("last_offset", pa.int64()),
+    ("epoch", pa.int32()),
+    ("append_time_ms", pa.int64()),
+    ("record_count", pa.int32()),
+    ("control", pa.bool_()),
+    ("size_bytes", pa.int32()),
+])
+
+CHECKPOINTS_SCHEMA = pa.schema([
+    ("offset", pa.int64()),
+    ("history_rows", pa.int64()),  # the images row's count at this offset
+    ("rows", pa.int64()),  # rows in the checkpoint, all tables
+])
+
+HISTORY_COLUMNS = [pa.field("from_offset", pa.int64()), pa.field("deleted", pa.bool_())]
+CHECKPOINT_COLUMN = pa.field("checkpoint_offset", pa.int64())
+
+# Delta properties of every table. Time travel never reads an old Delta version, so old versions are kept
+# only as long as a reader in flight may still use one: a Delta checkpoint every 100 commits keeps opening a
+# table cheap, the log before it goes after 7 days, and files removed by compaction are vacuumed after 1 day.
+TABLE_PROPERTIES = {
+    "delta.checkpointInterval": "100",
+    "delta.logRetentionDuration": "interval 7 days",
+    "delta.enableExpiredLogCleanup": "true",
+    "delta.deletedFileRetentionDuration": "interval 1 days",
+}
+
+
+def history_name(table: str) -> str:
+    return f"{table}_history"
+
+
+def checkpoint_name(table: str) -> str:
+    return f"{table}_checkpoints"
+
+
+def history_schema(table: str) -> pa.Schema:
+    """The table's columns (values null on a deletion) followed by the version's start and kind."""
+    schema = TABLES[table].schema
+    for column in HISTORY_COLUMNS:
+        schema = schema.append(column)
+    return schema
+
+
+def checkpoint_schema(table: str) -> pa.Schema:
+    return TABLES[table].schema.append(CHECKPOINT_COLUMN)
+
+
+def all_tables() -> dict[str, pa.Schema]:
+    """Every Delta table of a warehouse, by name, with its schema."""
+    tables: dict[str, pa.Schema] = {}
+    for name, spec in TABLES.items():
+        tables[name] = spec.schema
+        tables[history_name(name)] = history_schema(name)
+        tables[checkpoint_name(name)] = checkpoint_schema(name)
+    tables[BATCHES] = BATCHES_SCHEMA
+    tables[CHECKPOINTS] = CHECKPOINTS_SCHEMA
+    tables[IMAGES] = IMAGES_SCHEMA
+    return tables
+
+
+def _normalized(location: str | os.PathLike[str]) -> str:
+    """An object-store URI as given (no trailing slash); a local path made absolute."""
+    text = os.fspath(location)
+    if "://" in text and not text.startswith("file://"):
+        return text.rstrip("/")
+    if text.startswith("file://"):
+        text = text.removeprefix("file://")
+    return str(Path(text).absolute())
+
+
+@dataclass(frozen=True)
+class Warehouse:
+    """A warehouse at `uri` (a local path or an object-store URI) opened with delta-rs `storage_options`."""
+
+    uri: str
+    storage_options: Mapping[str, str] = field(default_factory=dict)
+
+    def __init__(self, uri: str | os.PathLike[str], storage_options: Mapping[str, str] | None = None) -> None:
+        object.__setattr__(self, "uri", _normalized(uri))
+        object.__setattr__(self, "storage_options", MappingProxyType(dict(storage_options or {})))
+
+    @property
+    def is_local(self) -> bool:
+        return "://" not in self.uri
+
+    def table_uri(self, table: str) -> str:
+        return f"{self.uri}/{table}"
+
+    def _options(self) -> dict[str, str] | None:
+        return dict(self.storage_options) or None
+
+    def exists(self) -> bool:
+        return DeltaTable.is_deltatable(self.table_uri(IMAGES), storage_options=self._options())
+
+    def create(self) -> None:
+        """Create every missing table, empty (idempotent: a crash half-way is finished by the next call).
+        `images` comes last, so a warehouse that `exists()` has all its tables."""
+        if self.is_local:
+            Path(self.uri).mkdir(parents=True, exist_ok=True)
+        for name, schema in all_tables().items():
+            if not DeltaTable.is_deltatable(self.table_uri(name), storage_options=self._options()):
+                DeltaTable.create(
+                    self.table_uri(name),
+                    schema=schema,
+                    name=name,
+                    configuration=dict(TABLE_PROPERTIES),
+                    storage_options=self._options(),
+                )
+
+    def table(self, name: str, version: int | None = None) -> DeltaTable:
+        return DeltaTable(self.table_uri(name), version=version, storage_options=self._options())
