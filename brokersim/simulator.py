@@ -1,11 +1,14 @@
 """A broker simulator: B simulated brokers and an operator drive the controller through its admin API.
 
-Brokers register, heartbeat and report the committed offset they were last told (so they unfence once
-caught up), crash (stop heartbeating, come back with a new incarnation), and shut down in a controlled way.
-Partition leaders shrink and expand their ISRs. The operator mixes topic creation and deletion, configs,
-ACLs, quotas, SCRAM users, delegation tokens and producer-id blocks. Every choice comes from one seeded
-random generator and the controller's answers, so a seed replays the same workload against the same
-responses. Large clusters are built in batches of at most `max_partitions_per_request` partitions.
+Brokers register (with two log directories each: JBOD), heartbeat and report the committed offset they
+were last told (so they unfence once caught up), crash (stop heartbeating, come back with a new
+incarnation), shut down in a controlled way, tell the controller which directory holds each new replica, and
+now and then lose a directory. Partition leaders shrink and expand their ISRs; a replica a reassignment adds
+catches up and joins the ISR first, which completes the reassignment. The operator reassigns partitions (and
+cancels some) and mixes topic creation and deletion, configs, ACLs, quotas, SCRAM users, delegation tokens
+and producer-id blocks. Every choice comes from one seeded random generator and the controller's answers,
+so a seed replays the same workload against the same responses. Large clusters are built in batches of at
+most `max_partitions_per_request` partitions.
 
 At scale, one step can outlast a broker session (fencing a broker that holds 25k partitions writes 25k
 records), and brokers that only heartbeat between steps get fenced in a cascade. `heartbeat_interval_ms`
@@ -18,12 +21,15 @@ from __future__ import annotations
 import base64
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from controller.admin_client import AdminError
 from controller.versions import SUPPORTED_FEATURES
+from replay.topics import UNASSIGNED_DIRECTORY
+
+DIRECTORIES_PER_BROKER = 2
 
 EXPECTED_REFUSALS = {
     "STALE_BROKER_EPOCH", "FENCED_LEADER_EPOCH", "INVALID_UPDATE_VERSION", "NOT_LEADER_OR_FOLLOWER",
@@ -46,6 +52,7 @@ class SimulatedBroker:
     epoch: int | None = None  # None: not registered (never, or crashed)
     offset: int = -1  # the committed offset it last heard of
     shutting_down: bool = False
+    offline_dirs: list[str] = field(default_factory=list)  # failed log directories it reports
 
 
 @dataclass
@@ -95,9 +102,16 @@ class BrokerSimulator:
                 self.report.refused[error.code] = self.report.refused.get(error.code, 0) + 1
             return None
 
+    def _directories(self, broker: SimulatedBroker) -> list[str]:
+        """Its log directories' ids: fixed per broker, as meta.properties keeps them across restarts."""
+        return [self._uuid(broker.broker_id, 1 << 32 | index) for index in range(DIRECTORIES_PER_BROKER)]
+
+    def _uuid(self, broker_id: int, serial: int) -> str:
+        raw = (self.config.seed % 2**32).to_bytes(4, "big") + broker_id.to_bytes(4, "big") + serial.to_bytes(8, "big")
+        return base64.urlsafe_b64encode(raw)[:22].decode("ascii")
+
     def _incarnation_id(self, broker: SimulatedBroker) -> str:
-        raw = (self.config.seed % 2**32).to_bytes(4, "big") + broker.broker_id.to_bytes(4, "big")
-        return base64.urlsafe_b64encode(raw + broker.incarnation.to_bytes(8, "big"))[:22].decode("ascii")
+        return self._uuid(broker.broker_id, broker.incarnation)
 
     # -- brokers ---------------------------------------------------------------------------------------------
 
@@ -106,20 +120,23 @@ class BrokerSimulator:
             "broker_id": broker.broker_id, "incarnation_id": self._incarnation_id(broker), "rack": broker.rack,
             "listeners": [{"name": "PLAINTEXT", "host": "127.0.0.1", "port": 9092 + broker.broker_id}],
             "features": {name: list(levels) for name, levels in SUPPORTED_FEATURES.items()},
+            "log_dirs": self._directories(broker),
         })
         if epoch is not None:
             with self._lock:
                 broker.epoch = epoch
                 broker.shutting_down = False
+                broker.offline_dirs = []  # the failed disk was replaced before the restart
 
     def heartbeat(self, broker: SimulatedBroker, action: str = "heartbeat") -> None:
         with self._lock:
             epoch, offset, shutting_down = broker.epoch, broker.offset, broker.shutting_down
+            offline = list(broker.offline_dirs)
         if epoch is None:
             return
         reply = self._call(action, "heartbeat", {
             "broker_id": broker.broker_id, "broker_epoch": epoch, "metadata_offset": offset,
-            "want_shutdown": shutting_down,
+            "want_shutdown": shutting_down, "offline_log_dirs": offline,
         })
         with self._lock:
             if broker.epoch != epoch:
@@ -181,7 +198,8 @@ class BrokerSimulator:
             (30, self.heartbeat_all), (8, self._isr_change), (3, self._crash), (10, self._restart),
             (2, self._controlled_shutdown), (4, lambda: self.create_topic(self.rng.randint(1, 4))),
             (3, self._delete_topic), (5, self._config), (4, self._acl), (3, self._quota), (3, self._scram),
-            (3, self._token), (4, self._producer_ids),
+            (3, self._token), (4, self._producer_ids), (3, self._reassign), (4, self._assign_directories),
+            (1, self._fail_directory),
         ]
         weights = [weight for weight, _ in actions]
         self.rng.choices([action for _, action in actions], weights)[0]()
@@ -242,7 +260,10 @@ class BrokerSimulator:
             return
         isr = list(state["isr"])
         outside = [r for r in state["replicas"] if r not in isr]
-        if outside and self.rng.random() < 0.5:
+        catching_up = [r for r in state["addingReplicas"] if r not in isr and self._is_live(r)]
+        if catching_up:
+            isr.append(catching_up[0])  # a reassignment's new replica copied the log: it joins the ISR
+        elif outside and self.rng.random() < 0.5:
             isr.append(self.rng.choice(outside))  # expand: a follower caught up
         elif len(isr) > 1:
             isr.remove(self.rng.choice([r for r in isr if r != leader.broker_id]))  # shrink: a follower lags
@@ -252,6 +273,105 @@ class BrokerSimulator:
                 "partition_epoch": state["partitionEpoch"], "isr": isr,
             }],
         })
+
+    def alter_isr(self, topic: str, partition_id: int, isr: list[int]) -> Any:
+        """The partition's leader proposes `isr` (AlterPartition); the controller's outcome, or None."""
+        state = self.admin.describe_topic(topic)["partitions"][str(partition_id)]
+        leader = next((b for b in self._live() if b.broker_id == state["leader"]), None)
+        if leader is None:
+            return None
+        return self._call("alter-partition", "alter-partition", {
+            "broker_id": leader.broker_id, "broker_epoch": leader.epoch, "changes": [{
+                "topic": topic, "partition": partition_id, "leader_epoch": state["leaderEpoch"],
+                "partition_epoch": state["partitionEpoch"], "isr": isr,
+            }],
+        })
+
+    def catch_up_reassignments(self) -> int:
+        """Every live replica a reassignment adds copies the log and joins the ISR, which completes the
+        reassignment once all have; returns how many partitions' ISRs grew."""
+        grown = 0
+        for topic, partitions in (self._call("list-reassignments", "list-reassignments", {}) or {}).items():
+            for partition_id in partitions:
+                state = self.admin.describe_topic(topic)["partitions"][partition_id]
+                joining = [r for r in state["addingReplicas"] if self._is_live(r) and r not in state["isr"]]
+                if joining and self.alter_isr(topic, int(partition_id), [*state["isr"], *joining]) is not None:
+                    grown += 1
+        return grown
+
+    def assign_directories(self, broker_id: int, topics: Sequence[str]) -> int:
+        """The broker places its UNASSIGNED replicas of `topics` in its first directory; returns how many."""
+        broker = self.brokers[broker_id]
+        placed = 0
+        for topic in topics:
+            placed += self._assign_topic_directories(broker, topic, lambda: self._directories(broker)[0])
+        return placed
+
+    def fail_directory(self, broker_id: int, index: int = 0) -> None:
+        """The broker's directory `index` fails: reported from its next heartbeat on."""
+        broker = self.brokers[broker_id]
+        with self._lock:
+            broker.offline_dirs = [self._directories(broker)[index]]
+        self.heartbeat(broker, "directory-failure")
+
+    def _is_live(self, broker_id: int) -> bool:
+        return any(b.broker_id == broker_id and b.epoch is not None for b in self.brokers)
+
+    def _reassign(self) -> None:
+        """Move a partition to other brokers, or cancel a reassignment under way."""
+        if not self.topics:
+            return
+        topic = self.rng.choice(self.topics)
+        try:
+            partitions = self.admin.describe_topic(topic)["partitions"]
+        except AdminError:
+            return
+        partition_id = self.rng.choice(sorted(partitions, key=int))
+        state = partitions[partition_id]
+        ongoing = bool(state["addingReplicas"] or state["removingReplicas"])
+        live = [b.broker_id for b in self._live()]
+        rf = len(state["replicas"]) - len(state["removingReplicas"])
+        if ongoing and self.rng.random() < 0.3:
+            target = None
+        elif len(live) >= rf:
+            target = self.rng.sample(live, rf)
+        else:
+            return
+        self._call("reassign", "alter-reassignments", {
+            "reassignments": [{"topic": topic, "partition": int(partition_id), "replicas": target}],
+        })
+
+    def _assign_directories(self) -> None:
+        """A live broker reports which of its directories holds each replica the controller left UNASSIGNED."""
+        live = self._live()
+        if live and self.topics:
+            broker = self.rng.choice(live)
+            self._assign_topic_directories(broker, self.rng.choice(self.topics),
+                                           lambda: self.rng.choice(self._directories(broker)))
+
+    def _assign_topic_directories(self, broker: SimulatedBroker, topic: str, choose: Callable[[], str]) -> int:
+        try:
+            described = self.admin.describe_topic(topic)
+        except AdminError:
+            return 0
+        assignments = [
+            {"directory": choose(), "topic_id": described["topic_id"], "partition": int(partition_id)}
+            for partition_id, state in sorted(described["partitions"].items(), key=lambda item: int(item[0]))
+            if broker.broker_id in state["replicas"]
+            and state["directories"][state["replicas"].index(broker.broker_id)] == UNASSIGNED_DIRECTORY
+        ]
+        if assignments and broker.epoch is not None:
+            self._call("assign-dirs", "assign-replicas-to-dirs", {
+                "broker_id": broker.broker_id, "broker_epoch": broker.epoch, "assignments": assignments,
+            })
+        return len(assignments)
+
+    def _fail_directory(self) -> None:
+        """A disk fails: the broker reports the directory offline from its next heartbeat on."""
+        live = [b for b in self._live() if not b.offline_dirs]
+        if live:
+            broker = self.rng.choice(live)
+            self.fail_directory(broker.broker_id, self.rng.randrange(DIRECTORIES_PER_BROKER))
 
     def _delete_topic(self) -> None:
         if self.topics:

@@ -23,9 +23,12 @@ from controller.cluster import BrokerRegistrationRequest, HeartbeatReply, Listen
 from controller.config_defs import RESOURCE_TYPES
 from controller.configs import ConfigChange, ConfigOp
 from controller.controller import QuorumController
+from controller.directories import DirectoryAssignment
 from controller.errors import ControllerError, InvalidRequestError, UnknownTopicError
 from controller.features import UpgradeType
 from controller.partition_change import Election
+from controller.reassignment import OngoingReassignment
+from controller.registration import ControllerRegistrationRequest
 from controller.replication import IsrChange, IsrChangeOutcome, NewTopic, TopicOutcome
 from controller.security import AclBinding, AclFilter, ScramUpsertion, TokenInfo
 from replay.canonical import partition_json
@@ -114,11 +117,17 @@ OPERATIONS: dict[str, Handler] = {
     "create-partitions": lambda c, b: c.create_partitions(str(b.get("topic", "")), _int(b, "count"),
                                                           b.get("assignments")),
     "register-broker": lambda c, b: c.register_broker(_registration(b)),
+    "register-controller": lambda c, b: c.register_controller(ControllerRegistrationRequest.from_json(b)),
     "unregister-broker": lambda c, b: c.unregister_broker(_int(b, "broker_id")),
     "heartbeat": lambda c, b: c.broker_heartbeat(
         _int(b, "broker_id"), _int(b, "broker_epoch"), _int(b, "metadata_offset", -1),
         want_fence=bool(b.get("want_fence", False)), want_shutdown=bool(b.get("want_shutdown", False)),
+        offline_log_dirs=[str(d) for d in _list(b, "offline_log_dirs")],
     ),
+    "assign-replicas-to-dirs": lambda c, b: c.assign_replicas_to_dirs(_int(b, "broker_id"), _int(b, "broker_epoch"), [
+        DirectoryAssignment(str(x["directory"]), str(x["topic_id"]), int(x["partition"]))
+        for x in _list(b, "assignments")
+    ]),
     "alter-partition": lambda c, b: c.alter_partition(_int(b, "broker_id"), _int(b, "broker_epoch"), [
         IsrChange(str(x["topic"]), int(x["partition"]), int(x["leader_epoch"]), int(x["partition_epoch"]),
                   tuple(int(i) for i in x["isr"]), int(x.get("leader_recovery_state", 0)))
@@ -126,6 +135,13 @@ OPERATIONS: dict[str, Handler] = {
     ]),
     "elect-leaders": lambda c, b: c.elect_leaders(
         _election(b), None if b.get("partitions") is None else [(str(t), int(p)) for t, p in b["partitions"]]
+    ),
+    "alter-reassignments": lambda c, b: c.alter_partition_reassignments({
+        (str(x["topic"]), int(x["partition"])): None if x.get("replicas") is None else [int(r) for r in x["replicas"]]
+        for x in _list(b, "reassignments")
+    }),
+    "list-reassignments": lambda c, b: c.list_partition_reassignments(
+        None if b.get("partitions") is None else [(str(t), int(p)) for t, p in b["partitions"]]
     ),
     "alter-configs": lambda c, b: c.incremental_alter_configs(
         _resource_type(b), str(b.get("resource_name", "")), _config_changes(b)
@@ -153,7 +169,8 @@ OPERATIONS: dict[str, Handler] = {
 
 def to_json(value: Any) -> Any:
     """Results as JSON: outcomes and errors by their own `to_json`, containers recursively."""
-    if isinstance(value, TopicOutcome | IsrChangeOutcome | HeartbeatReply | TokenInfo | ControllerError):
+    if isinstance(value, TopicOutcome | IsrChangeOutcome | HeartbeatReply | TokenInfo | ControllerError
+                  | OngoingReassignment):
         return value.to_json()
     if isinstance(value, dict):
         return {str(k): to_json(v) for k, v in value.items()}
@@ -178,6 +195,14 @@ def describe(controller: QuorumController) -> dict[str, Any]:
             str(b.broker_id): {"epoch": b.epoch, "fenced": b.fenced, "in_controlled_shutdown": b.in_controlled_shutdown,
                                "rack": b.rack}
             for b in image.cluster.brokers.values()
+        },
+        "controllers": {
+            str(c.controller_id): {
+                "incarnation_id": c.incarnation_id,
+                "endpoints": [f"{e.name}://{e.host}:{e.port}" for e in c.listeners],
+                "features": {f.name: [f.min_supported_version, f.max_supported_version] for f in c.supported_features},
+            }
+            for c in image.cluster.controllers.values()
         },
         "topics": {
             t.name: {"topic_id": t.topic_id, "partitions": len(t.partitions)} for t in image.topics.by_id.values()

@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.context import ControllerResult, WriteContext
+from controller.directories import offline_directory_records
 from controller.errors import (
     BrokerNotRegisteredError,
     DuplicateBrokerRegistrationError,
     InvalidRequestError,
-    StaleBrokerEpochError,
     UnsupportedVersionError,
 )
-from controller.replication import partition_updates_adding, partition_updates_removing
+from controller.replication import partition_updates_adding, partition_updates_removing, registered_broker
 from controller.versions import METADATA_VERSION
 from records import metadata_types as mt
 from records.wire import uuid_from_text
@@ -75,17 +75,6 @@ class HeartbeatReply:
         }
 
 
-def _registered(ctx: WriteContext, broker_id: int, broker_epoch: int) -> BrokerRegistration:
-    broker = ctx.state.broker(broker_id)
-    if broker is None:
-        raise BrokerNotRegisteredError(f"broker {broker_id} is not registered")
-    if broker.epoch != broker_epoch:
-        raise StaleBrokerEpochError(
-            f"broker {broker_id} sent epoch {broker_epoch}, but its current epoch is {broker.epoch}"
-        )
-    return broker
-
-
 def _change(ctx: WriteContext, broker: BrokerRegistration, fenced: int = 0, shutdown: int = 0) -> Any:
     return mt.BrokerRegistrationChangeRecord(
         broker_id=broker.broker_id, broker_epoch=broker.epoch, fenced=fenced, in_controlled_shutdown=shutdown,
@@ -139,7 +128,8 @@ def register_broker(ctx: WriteContext, request: BrokerRegistrationRequest) -> Co
                 f"another broker (incarnation {existing.incarnation_id}) is registered with id {request.broker_id} "
                 f"and still heartbeating"
             )
-        records += partition_updates_removing(ctx, request.broker_id)  # the old incarnation died uncleanly
+        # the old incarnation died uncleanly: out of ISRs and ELRs (its log may lack acknowledged writes)
+        records += partition_updates_removing(ctx, request.broker_id, unclean_shutdown=True)
     epoch = ctx.next_write_offset + len(records)
     records.append(mt.RegisterBrokerRecord(
         broker_id=request.broker_id,
@@ -180,8 +170,9 @@ def broker_heartbeat(
     metadata_offset: int,
     want_fence: bool = False,
     want_shutdown: bool = False,
+    offline_log_dirs: Sequence[str] = (),
 ) -> ControllerResult[HeartbeatReply]:
-    broker = _registered(ctx, broker_id, broker_epoch)
+    broker = registered_broker(ctx.state, broker_id, broker_epoch)
     session = ctx.heartbeats.touch(broker_id, broker_epoch, ctx.now_ms, metadata_offset)
     caught_up = session.metadata_offset >= broker.epoch
     records: list[Any] = []
@@ -208,6 +199,7 @@ def broker_heartbeat(
             records = fence_records(ctx, broker)
             state = BrokerState.SHUTDOWN_NOW
     else:
+        records = offline_directory_records(ctx, broker, offline_log_dirs)
         state = BrokerState.UNFENCED
     return ControllerResult(records, HeartbeatReply(state, caught_up, ctx.committed_offset, len(records)))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
-from controller.versions import DEFAULT_BOOTSTRAP_FEATURES, LATEST_METADATA_VERSION, parse_metadata_version
+from controller.versions import LATEST_METADATA_VERSION, default_bootstrap_features, parse_metadata_version
 from settings import ControllerFile, validate
 
 
@@ -19,7 +19,7 @@ class ControllerConfig:
     node_id: int = 1
     cluster_id: str | None = None  # when set, registrations naming another cluster are refused
     metadata_version: int | str = LATEST_METADATA_VERSION  # written at bootstrap: a level or a release ("4.2")
-    bootstrap_features: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_BOOTSTRAP_FEATURES))
+    bootstrap_features: dict[str, int] | None = None  # None: Kafka's defaults at metadata_version
     session_timeout_ms: int = 9_000
     noop_interval_ms: int = 500  # a NoOpRecord after this long without a write; 0 disables
     max_records_per_batch: int = 10_000
@@ -44,6 +44,12 @@ class ControllerConfig:
     def bootstrap_metadata_version(self) -> int:
         assert isinstance(self.metadata_version, int)  # normalized by __post_init__
         return self.metadata_version
+
+    @property
+    def bootstrap_feature_levels(self) -> dict[str, int]:
+        if self.bootstrap_features is None:
+            return default_bootstrap_features(self.bootstrap_metadata_version)
+        return dict(self.bootstrap_features)
 
 
 def controller_config(path: Path, file: ControllerFile, node_id: int) -> ControllerConfig:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from controller.config_defs import validate_configs
 from controller.context import ControllerResult, WriteContext
 from controller.errors import BrokerNotRegisteredError, InvalidRequestError, UnknownTopicError
+from controller.replication import MIN_INSYNC_REPLICAS, elr_enabled
 from records import metadata_types as mt
 from replay.configs import BROKER, TOPIC
 
@@ -71,9 +73,12 @@ def incremental_alter_configs(
             items = [item for item in items if item not in given]
         updated[change.name] = ",".join(items)
     validate_configs(resource_type, label, {k: v for k, v in updated.items() if k not in current or current[k] != v})
-    records = [
+    records: list[Any] = [
         mt.ConfigRecord(resource_type=resource_type, resource_name=resource_name, name=name, value=updated.get(name))
         for name in sorted(set(current) | set(updated))
         if current.get(name) != updated.get(name)
     ]
+    if elr_enabled(state) and any(r.name == MIN_INSYNC_REPLICAS for r in records):
+        # The ELRs were computed against the old min ISR (Kafka's createClearElrRecordsAsNeeded).
+        records.append(mt.ClearElrRecord(topic_name=resource_name if resource_type == TOPIC else ""))
     return ControllerResult(records, updated)

@@ -21,7 +21,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 import failpoints
-from controller import cluster, configs, features, quotas, replication, security
+from controller import cluster, configs, directories, features, quotas, reassignment, replication, security
 from controller.clock import Clock, SystemClock
 from controller.config import ControllerConfig
 from controller.context import ControllerResult, WriteContext
@@ -34,7 +34,8 @@ from controller.errors import (
 from controller.heartbeats import HeartbeatManager
 from controller.metadata_log import LeaderAndEpoch, MetadataLog
 from controller.partition_change import Election
-from controller.versions import LATEST_METADATA_VERSION, MV_3_6_IV1, versions_for
+from controller.registration import ControllerRegistrationRequest, register_controller
+from controller.versions import LATEST_METADATA_VERSION, MV_3_6_IV1, MV_3_7_IV0, versions_for
 from controller.working_state import ControllerState
 from raft.core import NotLeaderError
 from records import RecordBatch, SnapshotId
@@ -46,10 +47,12 @@ from replay.writer import image_records
 
 T = TypeVar("T")
 Operation = Callable[[WriteContext], ControllerResult[Any]]
+RegistrationSender = Callable[[ControllerRegistrationRequest], None]
 log = logging.getLogger(__name__)
 
 _BEGIN, _END, _ABORT = mt.BeginTransactionRecord, mt.EndTransactionRecord, mt.AbortTransactionRecord
 _IDLE_WAKEUP_S = 0.05
+_REGISTRATION_RETRY_MS = 1000
 # Armed (see the failpoints package), the controller dies half-way through writing a metadata transaction.
 MID_TRANSACTION_FAILPOINT = "controller.mid_transaction"
 
@@ -64,6 +67,8 @@ class QuorumController:
         rng: random.Random | None = None,
         controller_addresses: Mapping[int, str] | None = None,
         background_tasks: bool = True,
+        registration: ControllerRegistrationRequest | None = None,
+        registration_sender: RegistrationSender | None = None,
     ) -> None:
         self.config = config or ControllerConfig()
         self.node_id = self.config.node_id
@@ -88,6 +93,10 @@ class QuorumController:
         self._last_write_ms = 0
         self._heartbeats = HeartbeatManager(self.config.session_timeout_ms)
         self._next_task_ms: dict[str, int] = {}
+        self._registration = registration
+        self._registration_sender = registration_sender  # how a standby reaches the active controller
+        self._registration_sending = threading.Event()
+        self._next_registration_ms = 0
         self._closed = False
 
     # -- lifecycle ---------------------------------------------------------------------------------------
@@ -166,6 +175,7 @@ class QuorumController:
                     event()
                 if self._background_tasks and self.is_active:
                     self._run_due_tasks()
+                self._maybe_register()
             except Exception:
                 log.exception("controller %d: event failed; giving up leadership", self.node_id)
                 self._renounce()
@@ -337,7 +347,7 @@ class QuorumController:
         try:
             if not self._loader.has_seen_record and self._loader.image.is_empty():
                 self._append("bootstrap", features.bootstrap_records(
-                    self.config.bootstrap_metadata_version, self.config.bootstrap_features
+                    self.config.bootstrap_metadata_version, self.config.bootstrap_feature_levels
                 ))
             elif self._open_transaction is not None:
                 self._append("activation", [_ABORT(reason="the controller that opened it failed over")])
@@ -415,6 +425,37 @@ class QuorumController:
             self._run_task("write-noop", lambda _ctx: ControllerResult(features.noop_records(), None))
         return ran
 
+    def _maybe_register(self) -> None:
+        """Kafka's ControllerRegistrationManager: once metadata.version allows it and the log does not hold
+        this incarnation, the active controller writes its own registration; a standby sends its own to the
+        active controller (off the event thread, retried until the committed log shows it)."""
+        request = self._registration
+        if request is None or self._registration_sending.is_set():
+            return
+        image = self._loader.image
+        level = image.features.metadata_version
+        if level is None or level < MV_3_7_IV0 or request.matches(image.cluster.controllers.get(self.node_id)):
+            return
+        now = self._clock.now_ms()
+        if now < self._next_registration_ms:
+            return
+        self._next_registration_ms = now + _REGISTRATION_RETRY_MS
+        if self.is_active:
+            self._run_task("registerController", lambda ctx: register_controller(ctx, request))
+        elif self._registration_sender is not None:
+            sender = self._registration_sender
+            self._registration_sending.set()
+
+            def send() -> None:
+                try:
+                    sender(request)
+                except Exception as error:  # retried after _REGISTRATION_RETRY_MS
+                    log.info("controller %d: registration not accepted yet: %s", self.node_id, error)
+                finally:
+                    self._registration_sending.clear()
+
+            threading.Thread(target=send, name=f"controller-{self.node_id}-registration", daemon=True).start()
+
     def _run_task(self, name: str, operation: Operation) -> Any:
         if not self.is_active:
             return None
@@ -451,16 +492,39 @@ class QuorumController:
                       partitions: Sequence[tuple[str, int]] | None = None) -> Future[dict[str, dict[int, Any]]]:
         return self._submit("electLeaders", lambda ctx: replication.elect_leaders(ctx, election, partitions))
 
+    def alter_partition_reassignments(
+        self, targets: Mapping[tuple[str, int], Sequence[int] | None]
+    ) -> Future[dict[str, dict[int, Any]]]:
+        return self._submit("alterPartitionReassignments",
+                            lambda ctx: reassignment.alter_partition_reassignments(ctx, targets))
+
+    def list_partition_reassignments(
+        self, partitions: Sequence[tuple[str, int]] | None = None
+    ) -> Future[dict[str, dict[int, reassignment.OngoingReassignment]]]:
+        return self._submit("listPartitionReassignments",
+                            lambda ctx: reassignment.list_partition_reassignments(ctx, partitions))
+
     def register_broker(self, request: cluster.BrokerRegistrationRequest) -> Future[int]:
         return self._submit("registerBroker", lambda ctx: cluster.register_broker(ctx, request))
+
+    def register_controller(self, request: ControllerRegistrationRequest) -> Future[None]:
+        return self._submit("registerController", lambda ctx: register_controller(ctx, request))
 
     def unregister_broker(self, broker_id: int) -> Future[None]:
         return self._submit("unregisterBroker", lambda ctx: cluster.unregister_broker(ctx, broker_id))
 
     def broker_heartbeat(self, broker_id: int, broker_epoch: int, metadata_offset: int, *,
-                         want_fence: bool = False, want_shutdown: bool = False) -> Future[cluster.HeartbeatReply]:
+                         want_fence: bool = False, want_shutdown: bool = False,
+                         offline_log_dirs: Sequence[str] = ()) -> Future[cluster.HeartbeatReply]:
         return self._submit("brokerHeartbeat", lambda ctx: cluster.broker_heartbeat(
-            ctx, broker_id, broker_epoch, metadata_offset, want_fence, want_shutdown
+            ctx, broker_id, broker_epoch, metadata_offset, want_fence, want_shutdown, offline_log_dirs
+        ))
+
+    def assign_replicas_to_dirs(
+        self, broker_id: int, broker_epoch: int, assignments: Sequence[directories.DirectoryAssignment]
+    ) -> Future[dict[str, dict[int, Any]]]:
+        return self._submit("assignReplicasToDirs", lambda ctx: directories.assign_replicas_to_dirs(
+            ctx, broker_id, broker_epoch, assignments
         ))
 
     def incremental_alter_configs(self, resource_type: int, resource_name: str,

@@ -181,3 +181,21 @@ class InternalControllerError(ControllerError):
     code = "UNKNOWN_SERVER_ERROR"
     http_status = 500
 
+
+
+class NewLeaderElectedError(ControllerError):
+    """An AlterPartition was applied, but it also moved leadership (e.g. it completed a reassignment that
+    dropped the leader): the old leader must wait for the new partition state."""
+
+    code = "NEW_LEADER_ELECTED"
+    http_status = 409
+
+
+class NoReassignmentInProgressError(ControllerError):
+    code = "NO_REASSIGNMENT_IN_PROGRESS"
+    http_status = 409
+
+
+class InvalidReplicaStateError(ControllerError):
+    code = "INVALID_REPLICA_STATE"
+    http_status = 409

@@ -8,7 +8,12 @@ from typing import Any
 
 from controller.context import ControllerResult, WriteContext
 from controller.errors import InvalidFeatureUpdateError, InvalidRequestError
-from controller.versions import METADATA_VERSION, SUPPORTED_FEATURES
+from controller.versions import (
+    ELIGIBLE_LEADER_REPLICAS_VERSION,
+    FEATURE_DEPENDENCIES,
+    METADATA_VERSION,
+    SUPPORTED_FEATURES,
+)
 from records import metadata_types as mt
 
 BOOTSTRAP_TRANSACTION = "Bootstrap records"
@@ -23,6 +28,8 @@ class UpgradeType(enum.Enum):
 def bootstrap_records(metadata_version: int, features: Mapping[str, int]) -> list[Any]:
     """What the first active controller writes on an empty log, as one transaction (as Kafka 3.6+ does)."""
     _check_levels({METADATA_VERSION: metadata_version, **features})
+    for name, level in features.items():
+        _check_dependency(name, level, metadata_version)
     return [
         mt.BeginTransactionRecord(name=BOOTSTRAP_TRANSACTION),
         mt.FeatureLevelRecord(name=METADATA_VERSION, feature_level=metadata_version),
@@ -44,6 +51,14 @@ def _check_levels(levels: Mapping[str, int]) -> None:
             )
 
 
+def _check_dependency(name: str, level: int, metadata_version: int) -> None:
+    needed = FEATURE_DEPENDENCIES.get((name, level))
+    if needed is not None and metadata_version < needed:
+        raise InvalidFeatureUpdateError(
+            f"{name} level {level} needs metadata.version {needed} or later (the cluster is at {metadata_version})"
+        )
+
+
 def update_features(
     ctx: WriteContext, updates: Mapping[str, tuple[int, UpgradeType]]
 ) -> ControllerResult[dict[str, int]]:
@@ -56,7 +71,7 @@ def update_features(
     if not updates:
         raise InvalidRequestError("no feature update given")
     state = ctx.state
-    records = []
+    records: list[Any] = []
     result = {}
     for name, (level, upgrade_type) in sorted(updates.items()):
         if name == "kraft.version":
@@ -84,8 +99,12 @@ def update_features(
                     raise InvalidFeatureUpdateError(
                         f"broker {broker.broker_id} does not support {name} level {level} (it supports {low}..{high})"
                     )
+        _check_dependency(name, level, updates[METADATA_VERSION][0] if METADATA_VERSION in updates
+                          else ctx.metadata_version)
         if level != current:
             records.append(mt.FeatureLevelRecord(name=name, feature_level=level))
+            if name == ELIGIBLE_LEADER_REPLICAS_VERSION and level == 0:
+                records.append(mt.ClearElrRecord(topic_name=""))  # ELRs off: none may linger
         result[name] = level
     return ControllerResult(records, result)
 

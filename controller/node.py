@@ -8,14 +8,22 @@ import asyncio
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from controller.admin_api import AdminServer
+from controller.admin_client import AdminClient
 from controller.config import controller_config
 from controller.controller import QuorumController
 from controller.publisher import MetadataPublisher, PublisherConfig
 from controller.raft_log import RaftMetadataLog
+from controller.registration import (
+    CONTROLLER_LISTENER,
+    ControllerRegistrationRequest,
+    new_incarnation_id,
+)
 from controller.snapshot_generator import SnapshotGenerator
+from controller.versions import SUPPORTED_FEATURES
 from raft.config import load_config
 from raft.server import QuorumServer
 from settings import ControllerFile, load_controller_file
@@ -37,7 +45,16 @@ async def serve(quorum_config_path: Path, settings_path: Path, node_id: int, boo
     config = controller_config(settings_path, settings, node_id)
     server = QuorumServer(quorum_config, node_id)
     metadata_log = RaftMetadataLog(server.client, asyncio.get_running_loop())
-    controller = QuorumController(metadata_log, config, controller_addresses=settings.admin.addresses).start()
+    registration = None
+    if node_id in quorum_config.voters:  # observers replicate the log but are no controllers
+        raft_host, raft_port = quorum_config.voters[node_id]
+        registration = ControllerRegistrationRequest(
+            node_id, new_incarnation_id(), [(CONTROLLER_LISTENER, raft_host, raft_port)], dict(SUPPORTED_FEATURES)
+        )
+    controller = QuorumController(
+        metadata_log, config, controller_addresses=settings.admin.addresses,
+        registration=registration, registration_sender=_registration_sender(settings),
+    ).start()
     publisher = None
     if bootstrap:
         topic = settings.publisher.topic
@@ -61,6 +78,16 @@ async def serve(quorum_config_path: Path, settings_path: Path, node_id: int, boo
         await loop.run_in_executor(None, controller.close)
         if publisher is not None:
             await loop.run_in_executor(None, publisher.close)
+
+
+def _registration_sender(settings: ControllerFile) -> Callable[[ControllerRegistrationRequest], None] | None:
+    """How a standby hands its registration to the active controller: the admin API, as the
+    ControllerRegistration RPC does in Kafka."""
+    addresses = list(settings.admin.addresses.values())
+    if not addresses:
+        return None
+    client = AdminClient(addresses, admin_token(settings), timeout_s=10.0)
+    return lambda request: client.call("register-controller", request.to_json())
 
 
 def run_controller_node(quorum_config_path: Path, settings_path: Path, node_id: int, bootstrap: str | None) -> int:

@@ -23,6 +23,7 @@ from controller.errors import (
     InvalidRequestError,
     InvalidTopicError,
     InvalidUpdateVersionError,
+    NewLeaderElectedError,
     NotLeaderOrFollowerError,
     PolicyViolationError,
     PreferredLeaderNotAvailableError,
@@ -30,15 +31,24 @@ from controller.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from controller.partition_change import RECOVERED, RECOVERING, Election, build_partition_change
+from controller.partition_change import (
+    RECOVERED,
+    RECOVERING,
+    Election,
+    ElrPolicy,
+    build_partition_change,
+)
 from controller.placement import UsableBroker, place_replicas
-from controller.versions import MV_3_7_IV2
+from controller.versions import ELIGIBLE_LEADER_REPLICAS_VERSION, MV_3_7_IV2
 from controller.working_state import ControllerState, TopicPartition
 from records import metadata_types as mt
+from replay.cluster import BrokerRegistration
 from replay.configs import BROKER, TOPIC
-from replay.topics import MIGRATING_DIRECTORY, PartitionRegistration
+from replay.topics import MIGRATING_DIRECTORY, NO_LEADER_CHANGE, PartitionRegistration
 
 UNASSIGNED_DIRECTORY = "AAAAAAAAAAAAAAAAAAAAAA"
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+DEFAULT_MIN_INSYNC_REPLICAS = 1
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 
@@ -116,6 +126,48 @@ def unclean_election_enabled(state: ControllerState, topic_name: str) -> bool:
     return value.lower() == "true"
 
 
+def registered_broker(state: ControllerState, broker_id: int, broker_epoch: int) -> BrokerRegistration:
+    """The broker's registration, if `broker_epoch` is its current epoch."""
+    broker = state.broker(broker_id)
+    if broker is None:
+        raise BrokerNotRegisteredError(f"broker {broker_id} is not registered")
+    if broker.epoch != broker_epoch:
+        raise StaleBrokerEpochError(
+            f"broker {broker_id} sent epoch {broker_epoch}, but its current epoch is {broker.epoch}"
+        )
+    return broker
+
+
+def elr_enabled(state: ControllerState) -> bool:
+    return state.feature_level(ELIGIBLE_LEADER_REPLICAS_VERSION) >= 1
+
+
+def effective_min_isr(state: ControllerState, topic_id: str) -> int:
+    """The topic's min.insync.replicas, else the cluster-wide default, else 1; never above the topic's
+    replication factor (Kafka's getTopicEffectiveMinIsr)."""
+    topic_name = state.topic_name(topic_id) or ""
+    value = state.configs(TOPIC, topic_name).get(MIN_INSYNC_REPLICAS)
+    if value is None:
+        value = state.configs(BROKER, "").get(MIN_INSYNC_REPLICAS, str(DEFAULT_MIN_INSYNC_REPLICAS))
+    first = state.partition(topic_id, 0)
+    replication_factor = len(first.replicas) - len(first.removing_replicas) if first is not None else 1
+    return min(int(value), max(replication_factor, 1))
+
+
+def elr_policy(state: ControllerState, topic_id: str, unclean_shutdown: frozenset[int] = frozenset()) -> ElrPolicy:
+    if not elr_enabled(state):
+        return ElrPolicy()
+    return ElrPolicy(True, effective_min_isr(state, topic_id), unclean_shutdown)
+
+
+def default_directory(state: ControllerState, broker_id: int) -> str:
+    """Kafka's defaultDir: the broker's only log directory, else UNASSIGNED (MIGRATING if it has none)."""
+    broker = state.broker(broker_id)
+    if broker is None or not broker.directories:
+        return MIGRATING_DIRECTORY
+    return broker.directories[0] if len(broker.directories) == 1 else UNASSIGNED_DIRECTORY
+
+
 def usable_brokers(state: ControllerState) -> list[UsableBroker]:
     """Brokers that may receive new replicas: every registered broker not in controlled shutdown."""
     return [
@@ -123,11 +175,17 @@ def usable_brokers(state: ControllerState) -> list[UsableBroker]:
     ]
 
 
-def partition_updates_removing(ctx: WriteContext, broker_id: int) -> list[Any]:
-    """PartitionChangeRecords taking `broker_id` out of the ISR and leadership of every partition it is in."""
+def partition_updates_removing(ctx: WriteContext, broker_id: int, *, unclean_shutdown: bool = False) -> list[Any]:
+    """PartitionChangeRecords taking `broker_id` out of the ISR and leadership of every partition it is in;
+    after an unclean shutdown out of the ELRs too (its log may have lost acknowledged writes)."""
     state = ctx.state
     records = []
-    for topic_id, partition_id in sorted(state.partitions_of_broker.get(broker_id, ())):
+    keys = set(state.partitions_of_broker.get(broker_id, ()))
+    if unclean_shutdown:
+        keys |= state.elr_partitions_of_broker.get(broker_id, set())
+    shutdown = frozenset((broker_id,)) if unclean_shutdown else frozenset()
+    policies: dict[str, ElrPolicy] = {}  # per topic: fencing a big broker touches many partitions of each
+    for topic_id, partition_id in sorted(keys):
         partition = state.partition(topic_id, partition_id)
         assert partition is not None
         topic_name = state.topic_name(topic_id) or ""
@@ -137,6 +195,7 @@ def partition_updates_removing(ctx: WriteContext, broker_id: int) -> list[Any]:
             election=Election.UNCLEAN if unclean_election_enabled(state, topic_name) else Election.ONLINE,
             is_acceptable_leader=lambda b: is_acceptable_leader(state, b, excluded=broker_id),
             metadata_version=ctx.metadata_version,
+            elr=policies.get(topic_id) or policies.setdefault(topic_id, elr_policy(state, topic_id, shutdown)),
         )
         if record is not None:
             records.append(record)
@@ -147,31 +206,25 @@ def partition_updates_adding(ctx: WriteContext, broker_id: int) -> list[Any]:
     """Leaders for leaderless partitions that `broker_id`, about to be unfenced, can now lead."""
     state = ctx.state
     records = []
+    policies: dict[str, ElrPolicy] = {}
     for topic_id, partition_id in sorted(state.leaderless):
         partition = state.partition(topic_id, partition_id)
         if partition is None or broker_id not in partition.replicas:
             continue
         topic_name = state.topic_name(topic_id) or ""
         unclean = unclean_election_enabled(state, topic_name)
-        if broker_id not in partition.isr and not unclean:
+        if broker_id not in partition.isr and broker_id not in partition.elr and not unclean:
             continue
         record = build_partition_change(
             topic_id, partition_id, partition,
             election=Election.UNCLEAN if unclean else Election.ONLINE,
             is_acceptable_leader=lambda b: b == broker_id or is_acceptable_leader(state, b),
             metadata_version=ctx.metadata_version,
+            elr=policies.get(topic_id) or policies.setdefault(topic_id, elr_policy(state, topic_id)),
         )
         if record is not None:
             records.append(record)
     return records
-
-
-def _default_directory(state: ControllerState, broker_id: int) -> str:
-    """Kafka's defaultDir: the broker's only log directory, else UNASSIGNED (MIGRATING if it has none)."""
-    broker = state.broker(broker_id)
-    if broker is None or not broker.directories:
-        return MIGRATING_DIRECTORY
-    return broker.directories[0] if len(broker.directories) == 1 else UNASSIGNED_DIRECTORY
 
 
 def _partition_record(ctx: WriteContext, topic_id: str, partition_id: int, replicas: Sequence[int]) -> Any:
@@ -182,7 +235,7 @@ def _partition_record(ctx: WriteContext, topic_id: str, partition_id: int, repli
             f"all brokers specified in the assignment of partition {partition_id} are fenced or shutting down"
         )
     directories = (
-        tuple(_default_directory(state, r) for r in replicas) if ctx.metadata_version >= MV_3_7_IV2 else ()
+        tuple(default_directory(state, r) for r in replicas) if ctx.metadata_version >= MV_3_7_IV2 else ()
     )
     return mt.PartitionRecord(
         partition_id=partition_id, topic_id=topic_id, replicas=tuple(replicas), isr=isr,
@@ -357,14 +410,7 @@ def alter_partition(
     ctx: WriteContext, broker_id: int, broker_epoch: int, changes: Sequence[IsrChange]
 ) -> ControllerResult[list[IsrChangeOutcome]]:
     """ISR changes proposed by a partition leader, each checked against the leader and partition epochs."""
-    state = ctx.state
-    broker = state.broker(broker_id)
-    if broker is None:
-        raise BrokerNotRegisteredError(f"broker {broker_id} is not registered")
-    if broker.epoch != broker_epoch:
-        raise StaleBrokerEpochError(
-            f"broker {broker_id} sent epoch {broker_epoch}, but its current epoch is {broker.epoch}"
-        )
+    registered_broker(ctx.state, broker_id, broker_epoch)
     records = []
     outcomes = []
     pending: dict[TopicPartition, PartitionRegistration] = {}
@@ -377,6 +423,12 @@ def alter_partition(
         if record is not None:
             records.append(record)
             pending[key] = after
+            if record.leader != NO_LEADER_CHANGE:  # e.g. a completed reassignment dropped the leader
+                outcomes.append(IsrChangeOutcome(change.topic, change.partition, error=NewLeaderElectedError(
+                    f"the change of {change.topic}-{change.partition} elected a new leader ({after.leader}, "
+                    f"epoch {after.leader_epoch}): wait for the new partition state"
+                )))
+                continue
         outcomes.append(IsrChangeOutcome(
             change.topic, change.partition, after.leader, after.leader_epoch, after.partition_epoch, after.isr
         ))
@@ -434,6 +486,8 @@ def _isr_change(
         is_acceptable_leader=lambda b: is_acceptable_leader(state, b),
         metadata_version=ctx.metadata_version,
         recovery_state=change.leader_recovery_state,
+        elr=elr_policy(state, topic_id),
+        default_directory=lambda b: default_directory(state, b),
     )
     after = partition.merge(record) if record is not None else partition
     return record, after, key
@@ -469,7 +523,7 @@ def elect_leaders(
             record = build_partition_change(
                 topic_id, partition_id, partition, election=Election.PREFERRED,
                 is_acceptable_leader=lambda b: is_acceptable_leader(state, b),
-                metadata_version=ctx.metadata_version,
+                metadata_version=ctx.metadata_version, elr=elr_policy(state, topic_id),
             ) if partition.leader != partition.replicas[0] else None
             if partition.leader == partition.replicas[0]:
                 result = ElectionNotNeededError(f"{topic_name}-{partition_id} is already led by its preferred replica")
@@ -502,7 +556,7 @@ def _unclean(
     record = build_partition_change(
         topic_id, partition_id, partition, election=Election.UNCLEAN,
         is_acceptable_leader=lambda b: is_acceptable_leader(state, b),
-        metadata_version=ctx.metadata_version,
+        metadata_version=ctx.metadata_version, elr=elr_policy(state, topic_id),
     )
     if record is None or record.leader < 0:
         return EligibleLeadersNotAvailableError(f"no replica of {topic_name}-{partition_id} is available to lead")

@@ -15,6 +15,7 @@ MV_3_6_IV2 = 14  # no leader epoch bump when an ISR shrinks
 MV_3_7_IV0 = 15  # controller registrations
 MV_3_7_IV2 = 17  # directory assignment (PartitionRecord v1, RegisterBrokerRecord v3)
 MV_4_0_IV1 = 23  # eligible leader replicas fields (PartitionRecord v2)
+MV_4_1_IV0 = 26  # eligible leader replicas on by default for new clusters
 LATEST_METADATA_VERSION = 29  # 4.2-IV1
 
 RELEASE_LEVELS: dict[str, int] = {
@@ -23,6 +24,7 @@ RELEASE_LEVELS: dict[str, int] = {
 }
 
 METADATA_VERSION = "metadata.version"
+ELIGIBLE_LEADER_REPLICAS_VERSION = "eligible.leader.replicas.version"
 
 # feature -> (min, max) level this controller supports; level 0 means "not finalized".
 SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
@@ -31,17 +33,27 @@ SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
     "transaction.version": (0, 2),
     "share.version": (0, 1),
     "streams.version": (0, 1),
-    "eligible.leader.replicas.version": (0, 0),
+    ELIGIBLE_LEADER_REPLICAS_VERSION: (0, 1),
 }
 
-# What a new cluster finalizes besides metadata.version (Kafka 4.2's production defaults, except
-# eligible.leader.replicas.version: this controller does not maintain ELRs, so it cannot enable them).
+# The metadata.version a feature level needs (Kafka's feature dependencies).
+FEATURE_DEPENDENCIES: dict[tuple[str, int], int] = {(ELIGIBLE_LEADER_REPLICAS_VERSION, 1): MV_4_0_IV1}
+
+# What a new cluster finalizes besides metadata.version (Kafka 4.2's production defaults).
 DEFAULT_BOOTSTRAP_FEATURES: dict[str, int] = {
     "group.version": 1,
     "transaction.version": 2,
     "share.version": 1,
     "streams.version": 1,
 }
+
+
+def default_bootstrap_features(metadata_version: int) -> dict[str, int]:
+    """Kafka's defaults for a new cluster at `metadata_version`: ELRs from 4.1-IV0 on."""
+    levels = dict(DEFAULT_BOOTSTRAP_FEATURES)
+    if metadata_version >= MV_4_1_IV0:
+        levels[ELIGIBLE_LEADER_REPLICAS_VERSION] = 1
+    return levels
 
 
 def parse_metadata_version(text: str | int) -> int:

@@ -30,7 +30,9 @@ class ControllerState:
         self.base = image
         self.delta = MetadataDelta(image)
         self.partitions_of_broker: dict[int, set[TopicPartition]] = {}
+        self.elr_partitions_of_broker: dict[int, set[TopicPartition]] = {}
         self.leaderless: set[TopicPartition] = set()
+        self.reassigning: set[TopicPartition] = set()
         for topic in image.topics.by_id.values():
             for partition_id, partition in topic.partitions.items():
                 self._index((topic.topic_id, partition_id), None, partition)
@@ -110,6 +112,12 @@ class ControllerState:
             before = self.partition(*key)
             self.delta.replay(message)
             self._index(key, before, self.partition(*key))
+        elif kind is mt.ClearElrRecord:
+            keys = [(topic_id, p) for held in self.elr_partitions_of_broker.values() for topic_id, p in held]
+            cleared = {key: self.partition(*key) for key in keys}
+            self.delta.replay(message)
+            for key, partition in cleared.items():
+                self._index(key, partition, self.partition(*key))
         elif kind is mt.RemoveTopicRecord:
             doomed = [(message.topic_id, p, self.partition(message.topic_id, p))
                       for p in self.partition_ids(message.topic_id)]
@@ -121,18 +129,29 @@ class ControllerState:
 
     def _index(self, key: TopicPartition, before: PartitionRegistration | None,
                after: PartitionRegistration | None) -> None:
-        old = _members(before)
-        new = _members(after)
-        for broker_id in old - new:
-            held = self.partitions_of_broker.get(broker_id)
-            if held is not None:
-                held.discard(key)
-        for broker_id in new - old:
-            self.partitions_of_broker.setdefault(broker_id, set()).add(key)
+        _reindex(self.partitions_of_broker, key, _members(before), _members(after))
+        _reindex(self.elr_partitions_of_broker, key, _elr_members(before), _elr_members(after))
         if after is not None and after.leader < 0:
             self.leaderless.add(key)
         else:
             self.leaderless.discard(key)
+        if after is not None and (after.adding_replicas or after.removing_replicas):
+            self.reassigning.add(key)
+        else:
+            self.reassigning.discard(key)
+
+
+def _reindex(index: dict[int, set[TopicPartition]], key: TopicPartition, old: set[int], new: set[int]) -> None:
+    for broker_id in old - new:
+        held = index.get(broker_id)
+        if held is not None:
+            held.discard(key)
+    for broker_id in new - old:
+        index.setdefault(broker_id, set()).add(key)
+
+
+def _elr_members(partition: PartitionRegistration | None) -> set[int]:
+    return set() if partition is None else set(partition.elr)
 
 
 def _members(partition: PartitionRegistration | None) -> set[int]:

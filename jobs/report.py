@@ -30,8 +30,27 @@ def report(spark: Any, warehouse: Warehouse) -> str:
         f"images published: {len(images)} (offsets {images[0].offset}..{images[-1].offset}"
         + (f", {snapshots} from snapshots" if snapshots else "") + ")",
     ]
+    lines += _kraft_features(spark)
     lines += _time_travel_example(spark, warehouse)
     return "\n".join(lines)
+
+
+def _kraft_features(spark: Any) -> list[str]:
+    """Registered controllers, and how often ELRs and reassignments appear in the partitions' history."""
+    controllers = [r["controller_id"] for r in spark.sql(
+        "SELECT controller_id FROM controllers ORDER BY controller_id").collect()]
+    with_elr = spark.sql(
+        "SELECT count(DISTINCT topic_name, partition_id) AS n FROM partitions_history WHERE size(elr) > 0"
+    ).first()["n"]
+    reassigned = spark.sql(
+        "SELECT count(DISTINCT topic_name, partition_id) AS n FROM partitions_history "
+        "WHERE size(adding_replicas) > 0 OR size(removing_replicas) > 0"
+    ).first()["n"]
+    return [
+        "",
+        f"controllers registered: {controllers or 'none'}",
+        f"partitions that had eligible leader replicas: {with_elr}; partitions reassigned: {reassigned}",
+    ]
 
 
 def _time_travel_example(spark: Any, warehouse: Warehouse) -> list[str]:
@@ -52,6 +71,9 @@ def _time_travel_example(spark: Any, warehouse: Warehouse) -> list[str]:
             row for row in image.tables["partitions"].to_pylist()
             if row["topic_name"] == topic and row["partition_id"] == partition
         ]
-        state = f"leader {match[0]['leader']}, isr {match[0]['isr']}" if match else "absent"
+        state = (
+            f"replicas {match[0]['replicas']}, leader {match[0]['leader']}, isr {match[0]['isr']}, "
+            f"elr {match[0]['elr']}" if match else "absent"
+        )
         lines.append(f"  at offset {offset:>8} (epoch {image.provenance.epoch}): {state}")
     return lines

@@ -2,10 +2,11 @@
 
 Local broker → three controller processes (Raft quorum + controller + admin API + publisher) → simulated
 brokers and a mixed workload → a metadata transaction that commits, and one cut by killing the active
-controller mid-way (its successor aborts it) → the streaming job drains the topic into the warehouse →
-a report read back with Spark SQL and time travel. Its state lives under the repo: `run/demo/` (quorum
-logs, configs, process logs), `run/broker/`, `warehouse/`, `checkpoints/materialize/`; each run starts
-them afresh, and `make clean` removes them.
+controller mid-way (its successor aborts it) → every controller registered, a partition reassignment, an ISR
+shrink below min.insync.replicas (eligible leader replicas), a failed log directory → the streaming job
+drains the topic into the warehouse → a report read back with Spark SQL and time travel. Its state lives
+under the repo: `run/demo/` (quorum logs, configs, process logs), `run/broker/`, `warehouse/`,
+`checkpoints/materialize/`; each run starts them afresh, and `make clean` removes them.
 """
 
 from __future__ import annotations
@@ -63,9 +64,14 @@ class Demo:
             self._step("created topic orders: 240 partitions, one metadata transaction, committed")
             self._abort_a_transaction(cluster)
             self._change_the_voters(cluster)
+            self._controllers(cluster)
+            self._reassign(cluster, simulator)
+            self._elr(cluster, simulator)
+            self._directory_failure(cluster, simulator)
             for _ in range(300):
                 simulator.step()
-            self._step(f"mixed workload (ISR churn, crashes, configs, ACLs, quotas, SCRAM, producer ids): "
+            self._step(f"mixed workload (ISR churn, crashes, reassignments, directory failures, configs, ACLs, quotas, "
+                       f"SCRAM, producer ids): "
                        f"{sum(simulator.report.actions.values())} requests")
             self._step(f"every batch up to offset {cluster.wait_published()} is in topic {cluster.topic}")
         finally:
@@ -101,6 +107,50 @@ class Demo:
         removed = cluster.change_voters(False, leaving)
         self._step(f"controller {leaving} left the quorum: voters {removed['voters']} "
                    f"(VotersRecord at offset {removed['offset']})")
+
+    def _controllers(self, cluster: LocalCluster, deadline_s: float = 30.0) -> None:
+        """Every controller registers itself (KIP-919): standbys through the active one."""
+        end = time.monotonic() + deadline_s
+        registered: dict[str, object] = {}
+        while time.monotonic() < end and len(registered) < len(cluster.admin_addresses):
+            registered = cluster.admin.describe()["controllers"]
+            time.sleep(0.2)
+        self._step(f"controllers registered (RegisterControllerRecord): {', '.join(sorted(registered))}")
+
+    def _reassign(self, cluster: LocalCluster, simulator: BrokerSimulator) -> None:
+        """orders-0 moves to three other brokers; they catch up, join the ISR, and the reassignment completes."""
+        before = cluster.admin.describe_topic("orders")["partitions"]["0"]
+        target = [b.broker_id for b in simulator.brokers if b.broker_id not in before["replicas"]][:3]
+        cluster.admin.call("alter-reassignments", {"reassignments": [
+            {"topic": "orders", "partition": 0, "replicas": target}
+        ]})
+        ongoing = cluster.admin.call("list-reassignments", {})["orders"]["0"]
+        simulator.catch_up_reassignments()
+        after = cluster.admin.describe_topic("orders")["partitions"]["0"]
+        self._step(f"reassigned orders-0 from {before['replicas']} to {target} (adding {ongoing['adding_replicas']}, "
+                   f"removing {ongoing['removing_replicas']}); the new replicas caught up: replicas "
+                   f"{after['replicas']}, leader {after['leader']}")
+
+    def _elr(self, cluster: LocalCluster, simulator: BrokerSimulator) -> None:
+        """A topic with min.insync.replicas=3 whose ISR shrinks to its leader: the others become its ELR."""
+        cluster.admin.call("create-topics", {"topics": [{
+            "name": "ledger", "partitions": 1, "replication_factor": 3, "configs": {"min.insync.replicas": "3"},
+        }]})
+        leader = cluster.admin.describe_topic("ledger")["partitions"]["0"]["leader"]
+        simulator.alter_isr("ledger", 0, [leader])
+        after = cluster.admin.describe_topic("ledger")["partitions"]["0"]
+        self._step(f"ledger-0 (min.insync.replicas=3): leader {leader} shrank the ISR to {after['isr']}; "
+                   f"eligible leader replicas {after['elr']} (KIP-966)")
+
+    def _directory_failure(self, cluster: LocalCluster, simulator: BrokerSimulator) -> None:
+        """A broker assigns its orders replicas to its first log directory, which then fails (KIP-858)."""
+        leaders = Counter(p["leader"] for p in cluster.admin.describe_topic("orders")["partitions"].values())
+        broker, led_before = leaders.most_common(1)[0]
+        placed = simulator.assign_directories(broker, ["orders"])
+        simulator.fail_directory(broker, 0)
+        led = sum(p["leader"] == broker for p in cluster.admin.describe_topic("orders")["partitions"].values())
+        self._step(f"broker {broker} assigned {placed} orders replicas to its first log directory, which failed: "
+                   f"it now leads {led} orders partitions (was {led_before})")
 
     def _materialize(self, cluster: LocalCluster) -> None:
         from analytics.report import write_report

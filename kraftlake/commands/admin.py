@@ -81,6 +81,22 @@ def register(subparsers: Any) -> None:
         "type": a.type, "partitions": [_topic_partition(p) for p in a.partition] or None,
     }))
 
+    reassign = ops.add_parser("reassign", help="move a partition to new replicas (or --cancel its reassignment)")
+    reassign.add_argument("partition", metavar="TOPIC:PARTITION")
+    moves = reassign.add_mutually_exclusive_group(required=True)
+    moves.add_argument("--replicas", help="target broker ids, comma-separated, the preferred leader first")
+    moves.add_argument("--cancel", action="store_true", help="revert to the replicas before the reassignment")
+    reassign.set_defaults(request=lambda a: ("alter-reassignments", {"reassignments": [{
+        "topic": _topic_partition(a.partition)[0], "partition": _topic_partition(a.partition)[1],
+        "replicas": None if a.cancel else [int(b) for b in a.replicas.split(",")],
+    }]}))
+    reassignments = ops.add_parser("list-reassignments", help="ongoing reassignments (replicas, adding, removing)")
+    reassignments.add_argument("--partition", action="append", default=[], metavar="TOPIC:PARTITION",
+                               help="repeatable; none = every ongoing reassignment")
+    reassignments.set_defaults(request=lambda a: ("list-reassignments", {
+        "partitions": [_topic_partition(p) for p in a.partition] or None,
+    }))
+
     feature = ops.add_parser("update-feature", help="finalize a feature level (metadata.version, group.version, …)")
     feature.add_argument("name")
     feature.add_argument("level", type=int)

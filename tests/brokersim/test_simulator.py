@@ -54,7 +54,7 @@ def _workload_trace(seed: int) -> tuple[dict[str, int], list[str]]:
 
 def test_builds_the_cluster_and_runs_a_mixed_workload(served) -> None:
     log, controller, client = served
-    simulator = BrokerSimulator(client, SimulationConfig(brokers=4, topics=3, partitions=5, steps=150, seed=11))
+    simulator = BrokerSimulator(client, SimulationConfig(brokers=4, topics=3, partitions=5, steps=150, seed=14))
     report = simulator.run()
     assert report.topics_created >= 3
     image = controller.committed_image

@@ -12,7 +12,8 @@ def test_empty_log_gets_the_bootstrap_transaction(harness: Harness) -> None:
     assert records[0] == mt.BeginTransactionRecord(name="Bootstrap records")
     assert records[1] == mt.FeatureLevelRecord(name="metadata.version", feature_level=29)
     assert {r.name: r.feature_level for r in records[2:-1]} == {
-        "group.version": 1, "share.version": 1, "streams.version": 1, "transaction.version": 2,
+        "eligible.leader.replicas.version": 1, "group.version": 1, "share.version": 1, "streams.version": 1,
+        "transaction.version": 2,
     }
     assert records[-1] == mt.EndTransactionRecord()
     assert len(harness.log.committed_batches()) == 2  # the LeaderChange control batch, then one bootstrap batch

@@ -50,7 +50,8 @@ def test_registration_is_checked(harness: Harness) -> None:
         fields: dict[str, object] = {
             "broker_id": 3, "incarnation_id": incarnation(3), "listeners": [Listener("PLAINTEXT", "h", 1)],
             "features": {"metadata.version": (7, 29), "group.version": (0, 1), "transaction.version": (0, 2),
-                         "share.version": (0, 1), "streams.version": (0, 1)},
+                         "share.version": (0, 1), "streams.version": (0, 1),
+                         "eligible.leader.replicas.version": (0, 1)},
         }
         return BrokerRegistrationRequest(**{**fields, **overrides})  # type: ignore[arg-type]
 
@@ -63,7 +64,7 @@ def test_registration_is_checked(harness: Harness) -> None:
     full = request().features
     with pytest.raises(UnsupportedVersionError, match=r"metadata\.version levels 7\.\.20"):
         harness.wait(harness.controller.register_broker(request(features={**full, "metadata.version": (7, 20)})))
-    with pytest.raises(UnsupportedVersionError, match=r"group\.version"):
+    with pytest.raises(UnsupportedVersionError, match=r"eligible\.leader\.replicas\.version"):
         harness.wait(harness.controller.register_broker(request(features={"metadata.version": (7, 29)})))
     assert harness.wait(harness.controller.register_broker(request())) > 0
 
@@ -109,7 +110,9 @@ def test_fencing_after_the_session_timeout(harness: Harness) -> None:
     assert harness.records_after(mark) == []  # fenced once
 
 
-def test_last_isr_member_stays_in_the_isr_without_a_leader(harness: Harness) -> None:
+def test_last_isr_member_stays_in_the_isr_without_a_leader(make_harness) -> None:  # type: ignore[no-untyped-def]
+    harness = make_harness(bootstrap_features={})  # without ELRs (see test_elr.py for the ISR emptying)
+    harness.elect(1)
     harness.register(0)
     harness.wait(harness.controller.create_topics([NewTopic("solo", 1, 1)]))
     harness.clock.advance(10_000)

@@ -31,6 +31,7 @@ def test_topic_config_set_delete_append_subtract(harness: Harness) -> None:
         mt.ConfigRecord(resource_type=TOPIC, resource_name="c", name="cleanup.policy", value="delete,compact"),
         mt.ConfigRecord(resource_type=TOPIC, resource_name="c", name="min.insync.replicas", value="1"),
         mt.ConfigRecord(resource_type=TOPIC, resource_name="c", name="retention.ms", value=None),
+        mt.ClearElrRecord(topic_name="c"),  # the topic's ELRs were computed against the old min ISR
     ]
     harness.wait(harness.controller.incremental_alter_configs(
         TOPIC, "c", [ConfigChange(ConfigOp.SUBTRACT, "cleanup.policy", "delete")]
@@ -90,7 +91,8 @@ def test_feature_updates(harness: Harness) -> None:
         mt.FeatureLevelRecord(name="group.version", feature_level=0),
         mt.FeatureLevelRecord(name="transaction.version", feature_level=1),
     ]
-    expected = {"share.version": 1, "streams.version": 1, "transaction.version": 1}
+    expected = {"eligible.leader.replicas.version": 1, "share.version": 1, "streams.version": 1,
+                "transaction.version": 1}
     assert dict(harness.image.features.finalized) == expected
     harness.wait(harness.controller.update_features({"transaction.version": (2, UpgradeType.UPGRADE)}))
     assert harness.image.features.finalized["transaction.version"] == 2
@@ -109,7 +111,8 @@ def test_metadata_version_upgrade_changes_record_versions(make_harness) -> None:
 
 def test_bad_feature_updates_are_refused(harness: Harness) -> None:
     harness.register(0, features={"metadata.version": (7, 29), "group.version": (0, 1), "transaction.version": (0, 2),
-                                  "share.version": (0, 1), "streams.version": (0, 1)})
+                                  "share.version": (0, 1), "streams.version": (0, 1),
+                                  "eligible.leader.replicas.version": (0, 1)})
     cases = [
         ({"metadata.version": (20, UpgradeType.SAFE_DOWNGRADE)}, "cannot be downgraded"),
         ({"metadata.version": (30, UpgradeType.UPGRADE)}, "not supported by this controller"),
@@ -130,6 +133,7 @@ def test_bad_feature_updates_are_refused(harness: Harness) -> None:
 def test_feature_level_must_be_supported_by_every_broker(harness: Harness) -> None:
     harness.wait(harness.controller.update_features({"group.version": (0, UpgradeType.SAFE_DOWNGRADE)}))
     harness.register(0, features={"metadata.version": (7, 29), "transaction.version": (0, 2),
-                                  "share.version": (0, 1), "streams.version": (0, 1)})
+                                  "share.version": (0, 1), "streams.version": (0, 1),
+                                  "eligible.leader.replicas.version": (0, 1)})
     with pytest.raises(InvalidFeatureUpdateError, match=r"broker 0 does not support group\.version"):
         harness.wait(harness.controller.update_features({"group.version": (1, UpgradeType.UPGRADE)}))

@@ -100,8 +100,9 @@ def test_preferred_election(harness: Harness) -> None:
 def test_unclean_election_only_where_the_topic_allows_it(harness: Harness) -> None:
     topic_id = _topic(harness, assignments={0: [0, 1]})
     _shrink(harness, "t", 0, (0,))
-    harness.heartbeat(0, want_fence=True)  # the only ISR member goes away
-    assert (harness.partition("t", 0).leader, harness.partition("t", 0).isr) == (-1, (0,))
+    harness.heartbeat(0, want_fence=True)  # the only ISR member goes away: it becomes the ELR
+    p = harness.partition("t", 0)
+    assert (p.leader, p.isr, p.elr) == (-1, (), (0,))
     result = harness.wait(harness.controller.elect_leaders(Election.UNCLEAN, [("t", 0)]))
     assert isinstance(result["t"][0], PolicyViolationError)
     harness.wait(harness.controller.incremental_alter_configs(
@@ -111,7 +112,8 @@ def test_unclean_election_only_where_the_topic_allows_it(harness: Harness) -> No
     result = harness.wait(harness.controller.elect_leaders(Election.UNCLEAN, [("t", 0)]))
     assert result == {"t": {0: None}}
     assert harness.records_after(mark) == [mt.PartitionChangeRecord(
-        partition_id=0, topic_id=topic_id, isr=(1,), leader=1, leader_recovery_state=1
+        partition_id=0, topic_id=topic_id, isr=(1,), leader=1, leader_recovery_state=1,
+        eligible_leader_replicas=(),  # an unclean election clears the ELR
     )]
     assert harness.partition("t", 0).leader_recovery_state == 1  # RECOVERING until the leader says otherwise
     p = harness.partition("t", 0)

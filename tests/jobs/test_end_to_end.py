@@ -37,6 +37,7 @@ def published_log(kafka_broker, tmp_path_factory: pytest.TempPathFactory) -> tup
         cluster.wait_for_controller()
         simulator = BrokerSimulator(cluster.admin, SimulationConfig(brokers=4, topics=5, partitions=4, seed=3))
         simulator.build()  # every broker up: the two big creations below can place their replicas
+        reassigning_at, elr_at = _reassign_shrink_and_fail_a_directory(cluster, simulator)
         created = cluster.admin.call("create-topics", {"topics": [{"name": "wide", "partitions": 1000}]})
         assert "error" not in created["wide"], created
         leader = cluster.wait_for_controller()
@@ -54,7 +55,28 @@ def published_log(kafka_broker, tmp_path_factory: pytest.TempPathFactory) -> tup
         cluster.wait_published()
     finally:
         cluster.stop()
-    return cluster, cluster.log_dir(died)
+    return cluster, cluster.log_dir(died), (reassigning_at, elr_at)
+
+
+def _reassign_shrink_and_fail_a_directory(cluster: LocalCluster, simulator: BrokerSimulator) -> tuple[int, int]:
+    """A reassignment, an ISR below min ISR (an ELR), a failed log directory; returns an offset at which the
+    reassignment is under way and one at which topic ledger has an ELR."""
+    topic = simulator.topics[0]
+    before = cluster.admin.describe_topic(topic)["partitions"]["0"]
+    target = [b for b in range(4) if b not in before["replicas"]] + before["replicas"][:2]
+    cluster.admin.call("alter-reassignments", {"reassignments": [{"topic": topic, "partition": 0, "replicas": target}]})
+    reassigning_at = int(cluster.admin.describe()["committed_offset"])
+    assert simulator.catch_up_reassignments() == 1
+    assert cluster.admin.call("list-reassignments", {}) == {}
+    cluster.admin.call("create-topics", {"topics": [{
+        "name": "ledger", "partitions": 1, "replication_factor": 3, "configs": {"min.insync.replicas": "3"},
+    }]})
+    simulator.alter_isr("ledger", 0, [cluster.admin.describe_topic("ledger")["partitions"]["0"]["leader"]])
+    assert len(cluster.admin.describe_topic("ledger")["partitions"]["0"]["elr"]) == 2
+    elr_at = int(cluster.admin.describe()["committed_offset"])
+    assert simulator.assign_directories(1, simulator.topics) > 0
+    simulator.fail_directory(1, 0)
+    return reassigning_at, elr_at
 
 
 def _job(cluster: LocalCluster, tmp_path: Path, *extra: str) -> list[str]:
@@ -78,7 +100,7 @@ def _transaction_offsets(log_dir: Path) -> dict[str, list[int]]:
 
 
 def test_quorum_to_warehouse_with_job_restarts(published_log, tmp_path: Path) -> None:
-    cluster, log_dir = published_log
+    cluster, log_dir, (reassigning_at, elr_at) = published_log
     transactions = _transaction_offsets(log_dir)
     assert transactions["abort"] and len(transactions["begin"]) == len(transactions["end"]) + 1
 
@@ -99,10 +121,18 @@ def test_quorum_to_warehouse_with_job_restarts(published_log, tmp_path: Path) ->
     assert len({image.offset for image in images}) == len(images) >= 3
     begin, end = transactions["begin"][-2], transactions["end"][-1]  # the wide committed transaction
     inside = [o for o in (*transactions["begin"], *transactions["end"], *transactions["abort"]) if o <= last]
-    offsets = sorted({0, last, *inside, *(o - 1 for o in inside), (begin + end) // 2, *random.sample(range(last), 12)})
+    offsets = sorted({0, last, reassigning_at, elr_at, *inside, *(o - 1 for o in inside), (begin + end) // 2,
+                      *random.sample(range(last), 12)})
     for offset in offsets:
         from_delta = canonical_json(image_at_offset(warehouse, offset).to_image(), provenance=False)
         from_log = canonical_json(replay_paths([log_dir], offset).image, provenance=False)
         assert from_delta == from_log, f"differs at offset {offset}"
-    topics = set(image_at_offset(warehouse, last).tables["topics"].column("name").to_pylist())
+    final = image_at_offset(warehouse, last).tables
+    topics = set(final["topics"].column("name").to_pylist())
     assert "wide" in topics and "cut" not in topics
+    assert sorted(final["controllers"].column("controller_id").to_pylist()) == [1, 2, 3]  # KIP-919
+    during = image_at_offset(warehouse, reassigning_at).tables["partitions"].to_pylist()
+    assert any(row["adding_replicas"] and row["removing_replicas"] for row in during)  # a reassignment under way
+    [ledger] = [row for row in image_at_offset(warehouse, elr_at).tables["partitions"].to_pylist()
+                if row["topic_name"] == "ledger"]
+    assert len(ledger["elr"]) == 2 and len(ledger["isr"]) == 1  # KIP-966
