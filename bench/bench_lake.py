@@ -12,9 +12,11 @@ streaming job's default `idle_publish_seconds = 10`.
 (2) `lake.ingest` of the longest real sample with an image every 20 offsets: the time of the whole against
 twice the time of its first half (goal <= 1.25x: the cost per image stays flat in one long-lived process).
 
-$KRAFTLAKE_BENCH_IMAGES sets the long run's length (default 20,000); $KRAFTLAKE_BENCH_WAREHOUSE a base URI
-for the warehouses (default: a local temporary directory). Wall-clock times on a shared machine: the load
-average is noted.
+(3) The long run again with the warehouse on a real S3 server (SeaweedFS `weed mini` on loopback), shorter
+($KRAFTLAKE_BENCH_S3_IMAGES, default 2,000: every commit is a few HTTP round trips).
+
+$KRAFTLAKE_BENCH_IMAGES sets the long run's length (default 20,000). Wall-clock times on a shared machine:
+the load average is noted.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -84,9 +87,19 @@ def long_log(images: int) -> Iterator[list[RecordBatch]]:
         yield batches
 
 
-def _warehouse(name: str) -> Warehouse:
-    base = os.environ.get("KRAFTLAKE_BENCH_WAREHOUSE") or tempfile.mkdtemp(prefix="kraftlake-bench-lake-")
-    return Warehouse(f"{base.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}")
+@dataclass(frozen=True)
+class Place:
+    """Where the benchmark's warehouses go: a base URI and its storage options."""
+
+    base: str
+    options: Mapping[str, str]
+
+    def warehouse(self, name: str) -> Warehouse:
+        return Warehouse(f"{self.base.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}", self.options)
+
+
+def _local() -> Place:
+    return Place(tempfile.mkdtemp(prefix="kraftlake-bench-lake-"), {})
 
 
 def _row(name: str, value: Any, unit: str = "s", notes: str = "") -> dict[str, Any]:
@@ -107,8 +120,8 @@ def _median_time(warehouse: Warehouse, offsets: list[int], repeat: int = 3) -> f
     return statistics.median(times)
 
 
-def long_run(images: int) -> list[dict[str, Any]]:
-    warehouse = _warehouse("long-run")
+def long_run(images: int, place: Place) -> list[dict[str, Any]]:
+    warehouse = place.warehouse("long-run")
     pipeline = MetadataPipeline(warehouse)
     commit_s: list[float] = []
     idle_commits: list[int] = []
@@ -126,7 +139,7 @@ def long_run(images: int) -> list[dict[str, Any]]:
     last_p50 = statistics.median(commit_s[-WINDOW:])
     offsets = [last * k // 5 for k in range(1, 6)]
     travel = _median_time(warehouse, offsets)
-    single = _single_image_warehouse(images)
+    single = _single_image_warehouse(images, place)
     travel_single = _median_time(single, [offsets[-1]])
     per_idle_image = statistics.median(idle_commits) if idle_commits else float("nan")
     load = os.getloadavg()[0]
@@ -153,8 +166,8 @@ def _total_versions(warehouse: Warehouse) -> int:
     return sum(warehouse.table(name).version() for name in all_tables())
 
 
-def _single_image_warehouse(images: int) -> Warehouse:
-    warehouse = _warehouse("one-image")
+def _single_image_warehouse(images: int, place: Place) -> Warehouse:
+    warehouse = place.warehouse("one-image")
     pipeline = MetadataPipeline(warehouse)
     for batches in long_log(images):
         for batch in batches:
@@ -171,7 +184,7 @@ def ingest_flatness() -> list[dict[str, Any]]:
     def progress(done: int, total: int) -> None:
         marks.append((done / total, time.perf_counter() - start))
 
-    result = ingest(directory, _warehouse("ingest"), image_every=20, progress=progress)
+    result = ingest(directory, _local().warehouse("ingest"), image_every=20, progress=progress)
     total = time.perf_counter() - start
     half = next(seconds for fraction, seconds in marks if fraction >= 0.5)
     return [
@@ -182,6 +195,19 @@ def ingest_flatness() -> list[dict[str, Any]]:
     ]
 
 
+def on_seaweedfs(images: int) -> list[dict[str, Any]]:
+    from tests.fixtures.s3 import SeaweedFS
+
+    server = SeaweedFS(Path(tempfile.mkdtemp(prefix="kraftlake-bench-s3-")))
+    store = server.start()
+    try:
+        rows = long_run(images, Place(store.uri("bench"), store.storage_options()))
+    finally:
+        server.stop()
+    return [{**row, "name": f"SeaweedFS: {row['name']}"} for row in rows]
+
+
 def run() -> list[dict[str, Any]]:
     images = int(os.environ.get("KRAFTLAKE_BENCH_IMAGES", IMAGES_DEFAULT))
-    return [*long_run(images), *ingest_flatness()]
+    s3_images = int(os.environ.get("KRAFTLAKE_BENCH_S3_IMAGES", 2_000))
+    return [*long_run(images, _local()), *ingest_flatness(), *on_seaweedfs(s3_images)]
