@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,6 +33,20 @@ def _ingested(directory: Path, root: Path) -> Warehouse:
     warehouse = Warehouse(root / "warehouse")
     ingest(directory, warehouse, image_every=150, policy=POLICY)
     return warehouse
+
+
+@pytest.fixture(scope="module")
+def ingested_once(samples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Warehouse]:
+    """Niloufar's and rjmfernandes' logs ingested once; a test that changes a warehouse works on a copy."""
+    return {
+        sample: _ingested(samples_dir / SAMPLE_DIRS[sample], tmp_path_factory.mktemp(sample))
+        for sample in ("Niloufar1171_LDI-POC", "rjmfernandes")
+    }
+
+
+def _copy(warehouse: Warehouse, root: Path) -> Warehouse:
+    shutil.copytree(warehouse.uri, root / "warehouse")
+    return Warehouse(root / "warehouse")
 
 
 def _drop_log_before_last_checkpoint(warehouse: Warehouse) -> int:
@@ -82,8 +97,8 @@ def test_time_travel_survives_vacuum_and_log_cleanup(sample: str, samples_dir: P
         assert json.loads(image.stdout) == json.loads(replay.stdout), f"{sample} at {offset}"
 
 
-def test_the_sink_keeps_file_counts_bounded(samples_dir: Path, tmp_path: Path) -> None:
-    warehouse = _ingested(samples_dir / SAMPLE_DIRS["rjmfernandes"], tmp_path)
+def test_the_sink_keeps_file_counts_bounded(ingested_once: dict[str, Warehouse]) -> None:
+    warehouse = ingested_once["rjmfernandes"]
     counts = {name: len(warehouse.table(name).file_uris()) for name in all_tables()}
     assert max(counts.values()) <= POLICY.compact_above_files + 1, counts
 
@@ -91,9 +106,11 @@ def test_the_sink_keeps_file_counts_bounded(samples_dir: Path, tmp_path: Path) -
 @pytest.mark.parametrize(
     "failpoint", ["maintain.after_compact:5", "maintain.after_checkpoint:9", "maintain.after_vacuum:20"]
 )
-def test_crash_in_maintenance_then_rerun(failpoint: str, samples_dir: Path, tmp_path: Path) -> None:
+def test_crash_in_maintenance_then_rerun(
+    failpoint: str, samples_dir: Path, tmp_path: Path, ingested_once: dict[str, Warehouse]
+) -> None:
     directory = samples_dir / SAMPLE_DIRS["Niloufar1171_LDI-POC"]
-    warehouse = _ingested(directory, tmp_path)
+    warehouse = _copy(ingested_once["Niloufar1171_LDI-POC"], tmp_path)
     offsets = _offsets_to_check(warehouse, seed=7)
     command = [*KRAFTLAKE, "maintain", "--warehouse", warehouse.uri, "--retention-hours", "0"]
     crashed = subprocess.run(command, env={**os.environ, "KRAFTLAKE_FAILPOINT": failpoint}, capture_output=True)
@@ -106,9 +123,11 @@ def test_crash_in_maintenance_then_rerun(failpoint: str, samples_dir: Path, tmp_
     _same_as_replay(warehouse, directory, offsets)
 
 
-def test_readers_during_maintenance_see_whole_images(samples_dir: Path, tmp_path: Path) -> None:
+def test_readers_during_maintenance_see_whole_images(
+    samples_dir: Path, tmp_path: Path, ingested_once: dict[str, Warehouse]
+) -> None:
     directory = samples_dir / SAMPLE_DIRS["rjmfernandes"]
-    warehouse = _ingested(directory, tmp_path)
+    warehouse = _copy(ingested_once["rjmfernandes"], tmp_path)
     offsets = _offsets_to_check(warehouse, seed=3)[::6]
     expected = {offset: canonical_json(replay_paths([directory], offset).image, provenance=False) for offset in offsets}
     reads: list[tuple[int, bool]] = []  # (offset, equal to replay) for every read made during maintenance
