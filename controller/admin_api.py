@@ -204,6 +204,14 @@ def describe(controller: QuorumController) -> dict[str, Any]:
             }
             for c in image.cluster.controllers.values()
         },
+        "quorum": {  # the committed KRaftVersion / Voters records (KIP-853); empty under a static quorum
+            "kraft_version": image.voters.kraft_version,
+            "voters": {
+                str(v.voter_id): {"directory_id": v.directory_id,
+                                  "endpoints": [f"{e.name}://{e.host}:{e.port}" for e in v.endpoints]}
+                for v in image.voters.voters.values()
+            },
+        },
         "topics": {
             t.name: {"topic_id": t.topic_id, "partitions": len(t.partitions)} for t in image.topics.by_id.values()
         },

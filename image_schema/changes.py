@@ -89,6 +89,9 @@ class ChangeRecorder:
         self._pending.clear()
         self._versions.extend(diff_images(before, after, after.provenance.offset))
 
+    def quorum_changed(self, offset: int, before: MetadataImage, after: MetadataImage) -> None:
+        self._versions.extend(diff_images(before, after, offset))
+
     def take(self) -> list[RowVersion]:
         """The versions recorded since the last call, in offset order."""
         versions, self._versions = self._versions, []

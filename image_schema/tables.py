@@ -18,11 +18,12 @@ from image_schema.producer_ids import PRODUCER_IDS
 from image_schema.scram import SCRAM, mechanism_id, mechanism_name, scram_row
 from image_schema.spec import Key, Row, SubImageTables, TableSpec, Values
 from image_schema.topics import TOPICS, partition_values
+from image_schema.voters import VOTERS, voter_row
 from replay.image import SUB_IMAGES
 
 # In MetadataImage's order: checked on import, so a sub-image without tables cannot go unnoticed.
 SUB_IMAGE_TABLES: tuple[SubImageTables, ...] = (
-    FEATURES, CLUSTER, TOPICS, CONFIGS, CLIENT_QUOTAS, PRODUCER_IDS, ACLS, SCRAM, DELEGATION_TOKENS,
+    FEATURES, CLUSTER, TOPICS, CONFIGS, CLIENT_QUOTAS, PRODUCER_IDS, ACLS, SCRAM, DELEGATION_TOKENS, VOTERS,
 )
 if tuple(s.sub_image for s in SUB_IMAGE_TABLES) != SUB_IMAGES:
     raise RuntimeError("image_schema.tables.SUB_IMAGE_TABLES must list replay.image.SUB_IMAGES, in order")
@@ -50,4 +51,5 @@ __all__ = [
     "quota_row",
     "scram_row",
     "token_row",
+    "voter_row",
 ]

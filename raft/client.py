@@ -264,6 +264,11 @@ class RaftClient:
             "logStartOffset": core.log.start_offset,
             "logEndOffset": core.log.end_offset,
             "voters": list(core.voters.ids),
+            "currentVoters": [  # as kafka-metadata-quorum prints them under kraft.version 1
+                {"id": key.node_id, "directoryId": key.directory_id,
+                 "endpoints": [f"{e.name}://{e.host}:{e.port}" for e in core.voters.endpoints_of(key.node_id)]}
+                for key in core.voters.keys
+            ],
         }
         if isinstance(core.state, Leader):
             end = core.log.end_offset

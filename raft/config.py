@@ -22,6 +22,7 @@ class QuorumConfig(QuorumSettings):
             request_timeout_ms=self.request_timeout_ms,
             fetch_max_wait_ms=self.fetch_max_wait_ms,
             kraft_version=self.kraft_version,
+            addresses=tuple((node, host, port) for node, (host, port) in sorted(self.nodes.items())),
         )
 
     def node_dir(self, node_id: int) -> Path:

@@ -47,12 +47,15 @@ from raft.roles import (
 from raft.snapshots import encode_snapshot
 from raft.voters import (
     KRAFT_VERSION_DYNAMIC,
+    Endpoints,
     VoterHistory,
     VoterKey,
     VoterSet,
     control_records_of,
     default_directory_id,
     kraft_version_record,
+    raft_endpoint,
+    voter_set_of,
     voters_record,
 )
 from records import encode_batch, make_batch
@@ -78,6 +81,8 @@ class RaftConfig:
     # can change at runtime; 0: `voters` is the fixed voter set of the static quorum.
     kraft_version: int = 0
     directory_id: str | None = None  # of the metadata log directory (meta.properties); derived if None
+    # Every node's Raft address (voters and observers, from the quorum config): a voter's endpoint in VotersRecord
+    addresses: tuple[tuple[int, str, int], ...] = ()
 
     @property
     def key(self) -> VoterKey:
@@ -86,8 +91,13 @@ class RaftConfig:
     @property
     def bootstrap_voters(self) -> VoterSet:
         """The voters in force before the log holds a VotersRecord (the bootstrap checkpoint's set)."""
-        others = VoterSet.bootstrap(voter for voter in self.voters if voter != self.node_id)
-        return others.with_voter(self.key) if self.node_id in self.voters else others
+        endpoints = {node: self.endpoints_of(node) for node in self.voters}
+        others = VoterSet.bootstrap((voter for voter in self.voters if voter != self.node_id), endpoints)
+        return others.with_voter(self.key, endpoints[self.node_id]) if self.node_id in self.voters else others
+
+    def endpoints_of(self, node_id: int) -> Endpoints:
+        """The node's Raft endpoints as the config gives them (none for a node it does not list)."""
+        return next((raft_endpoint(host, port) for node, host, port in self.addresses if node == node_id), ())
 
     @property
     def check_quorum_timeout_ms(self) -> float:
@@ -181,9 +191,7 @@ class RaftNode:
         if self.log.snapshot_data is not None:
             for _, record in control_records_of(self.log.snapshot_data[:_first_batch_size(self.log.snapshot_data)]):
                 if isinstance(record, VotersRecord):
-                    base = VoterSet.of(
-                        VoterKey(v.voter_id, v.voter_directory_id) for v in record.voters
-                    )
+                    base = voter_set_of(record)
                 else:
                     level = record.kraft_version  # type: ignore[attr-defined]
         self.voter_history.reset(base, level)
@@ -391,7 +399,7 @@ class RaftNode:
                 "REQUEST_TIMED_OUT",
                 f"{key} is not caught up (at {progress.end_offset}, high watermark {self.high_watermark})",
             )
-        return self._append_voters(now, state, self.voters.with_voter(key))
+        return self._append_voters(now, state, self.voters.with_voter(key, self.config.endpoints_of(key.node_id)))
 
     def remove_voter(self, now: float, key: VoterKey) -> int:
         """RemoveRaftVoter: append the voter set without `key`; a leader removing itself leads until the

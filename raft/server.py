@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
 import sys
 from typing import Any
@@ -293,7 +294,7 @@ def print_describe(view: dict[str, Any]) -> None:
     out.write(f"LogEndOffset:          {view['logEndOffset']}\n")
     out.write(f"MaxFollowerLag:        {max(lags) if lags else 0}\n")
     out.write(f"MaxFollowerLagTimeMs:  {max(fetch_ages) if fetch_ages else 0}\n")
-    out.write(f"CurrentVoters:         {view['voters']}\n\n")
+    out.write(f"CurrentVoters:         {json.dumps(view['currentVoters'])}\n\n")
     out.write(f"{'NodeId':<8}{'LogEndOffset':<14}{'Lag':<8}{'LastFetchMsAgo':<16}Status\n")
     rows = [(r, "Leader" if r["nodeId"] == view["nodeId"] else "Follower") for r in replicas]
     rows += [(r, "Observer") for r in view.get("observers", [])]

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 from records import decode_batch
 from records.batch import CONTROL_FLAG
 from records.control_types import (
     KRaftVersionFeature,
     KRaftVersionRecord,
+    VoterEndpoint,
     VotersRecord,
     VotersVoter,
 )
@@ -27,6 +30,8 @@ from records.wire import uuid_to_text
 # attributes sit at bytes 21..23 of a RecordBatch v2: enough to skip data batches without decoding them
 _ATTRIBUTES_AT = 21
 KRAFT_VERSION_DYNAMIC = 1
+# The listener name a voter's Raft endpoint is written under (Kafka's default controller.listener.names).
+CONTROLLER_LISTENER = "CONTROLLER"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -45,19 +50,39 @@ def default_directory_id(node_id: int) -> str:
     return uuid_to_text(hashlib.sha256(f"kraftlake-directory-{node_id}".encode()).digest()[:16])
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class Endpoint:
+    """A listener a voter answers Raft requests on, as VotersRecord carries it."""
+
+    name: str
+    host: str
+    port: int
+
+
+Endpoints = tuple[Endpoint, ...]
+_NO_ENDPOINTS: Mapping[int, Endpoints] = MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True)
 class VoterSet:
-    """An immutable set of voter keys; majorities are counted on node ids."""
+    """An immutable set of voter keys; majorities are counted on node ids. Each voter's endpoints ride along
+    (written into VotersRecord) but are no part of the set's identity: two sets with the same keys are equal."""
 
     keys: tuple[VoterKey, ...]
+    endpoints: Mapping[int, Endpoints] = field(default_factory=lambda: _NO_ENDPOINTS, compare=False)
 
     @classmethod
-    def of(cls, keys: Iterable[VoterKey]) -> VoterSet:
-        return cls(tuple(sorted(set(keys))))
+    def of(cls, keys: Iterable[VoterKey], endpoints: Mapping[int, Endpoints] = _NO_ENDPOINTS) -> VoterSet:
+        ordered = tuple(sorted(set(keys)))
+        ids = {key.node_id for key in ordered}
+        return cls(ordered, MappingProxyType({n: tuple(sorted(e)) for n, e in endpoints.items() if n in ids and e}))
 
     @classmethod
-    def bootstrap(cls, node_ids: Iterable[int]) -> VoterSet:
-        return cls.of(VoterKey(node_id, default_directory_id(node_id)) for node_id in node_ids)
+    def bootstrap(cls, node_ids: Iterable[int], endpoints: Mapping[int, Endpoints] = _NO_ENDPOINTS) -> VoterSet:
+        return cls.of((VoterKey(node_id, default_directory_id(node_id)) for node_id in node_ids), endpoints)
+
+    def endpoints_of(self, node_id: int) -> Endpoints:
+        return self.endpoints.get(node_id, ())
 
     @property
     def ids(self) -> tuple[int, ...]:
@@ -73,22 +98,29 @@ class VoterSet:
     def key_of(self, node_id: int) -> VoterKey | None:
         return next((key for key in self.keys if key.node_id == node_id), None)
 
-    def with_voter(self, key: VoterKey) -> VoterSet:
-        return VoterSet.of((*self.keys, key))
+    def with_voter(self, key: VoterKey, endpoints: Endpoints = ()) -> VoterSet:
+        return VoterSet.of((*self.keys, key), {**self.endpoints, key.node_id: endpoints})
 
     def without_voter(self, key: VoterKey) -> VoterSet:
-        return VoterSet.of(k for k in self.keys if k != key)
+        return VoterSet.of((k for k in self.keys if k != key), self.endpoints)
+
+
+def raft_endpoint(host: str, port: int) -> Endpoints:
+    """A node's Raft address from the quorum config, as the one endpoint of its controller listener."""
+    return (Endpoint(CONTROLLER_LISTENER, host, port),)
 
 
 def voters_record(voters: VoterSet) -> object:
-    """The VotersRecord of `voters` (endpoints travel in the quorum config, not here)."""
+    """The VotersRecord of `voters`, each voter with its endpoints."""
     return VotersRecord(
         version=0,
         voters=tuple(
             VotersVoter(
                 voter_id=key.node_id,
                 voter_directory_id=key.directory_id,
-                endpoints=(),
+                endpoints=tuple(
+                    VoterEndpoint(name=e.name, host=e.host, port=e.port) for e in voters.endpoints_of(key.node_id)
+                ),
                 kraft_version_feature=KRaftVersionFeature(min_supported_version=0, max_supported_version=1),
             )
             for key in voters.keys
@@ -100,8 +132,12 @@ def kraft_version_record(level: int) -> object:
     return KRaftVersionRecord(version=0, kraft_version=level)
 
 
-def _voter_set_of(record: object) -> VoterSet:
-    return VoterSet.of(VoterKey(v.voter_id, v.voter_directory_id) for v in record.voters)  # type: ignore[attr-defined]
+def voter_set_of(record: Any) -> VoterSet:
+    """The voter set a VotersRecord states, endpoints included."""
+    return VoterSet.of(
+        (VoterKey(v.voter_id, v.voter_directory_id) for v in record.voters),
+        {v.voter_id: tuple(Endpoint(e.name, e.host, e.port) for e in v.endpoints) for v in record.voters},
+    )
 
 
 def control_records_of(batch_bytes: bytes) -> list[tuple[int, object]]:
@@ -142,7 +178,7 @@ class VoterHistory:
         for offset, record in control_records_of(batch_bytes):
             if isinstance(record, VotersRecord):
                 self._offsets.append(offset)
-                self._sets.append(_voter_set_of(record))
+                self._sets.append(voter_set_of(record))
             else:
                 self._version_offsets.append(offset)
                 self._versions.append(record.kraft_version)  # type: ignore[attr-defined]

@@ -50,6 +50,10 @@ def image_to_canonical(image: MetadataImage) -> dict[str, Any]:
             for key, credential in image.scram.credentials.items()
         },
         "delegationTokens": {token_id: token_json(token) for token_id, token in image.delegation_tokens.tokens.items()},
+        "quorum": {
+            "kraftVersion": image.voters.kraft_version,
+            "voters": {str(k): plain(v, camel_case) for k, v in image.voters.voters.items()},
+        },
     }
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from records import metadata_types as mt
+from records.control_types import KRaftVersionRecord, VotersRecord
 from replay.acls import AclsDelta
 from replay.client_quotas import ClientQuotasDelta
 from replay.cluster import ClusterDelta
@@ -20,6 +21,7 @@ from replay.image import SUB_IMAGES, MetadataImage, Provenance
 from replay.producer_ids import ProducerIdsDelta
 from replay.scram import ScramDelta
 from replay.topics import TopicsDelta
+from replay.voters import VotersDelta
 
 _DELTA_TYPES: dict[str, type] = {
     "features": FeaturesDelta,
@@ -31,6 +33,7 @@ _DELTA_TYPES: dict[str, type] = {
     "acls": AclsDelta,
     "scram": ScramDelta,
     "delegation_tokens": DelegationTokensDelta,
+    "voters": VotersDelta,
 }
 
 # record type -> (sub-image, method of its delta). Records absent here change nothing.
@@ -55,12 +58,17 @@ _ROUTES: dict[type, tuple[str, str]] = {
     mt.RemoveUserScramCredentialRecord: ("scram", "replay_remove_credential"),
     mt.DelegationTokenRecord: ("delegation_tokens", "replay_token"),
     mt.RemoveDelegationTokenRecord: ("delegation_tokens", "replay_remove_token"),
+    # Control records (the Raft layer's state): the loader hands them over at their own offset, see loader.
+    KRaftVersionRecord: ("voters", "replay_kraft_version"),
+    VotersRecord: ("voters", "replay_voters"),
 }
 # Every record type that changes the image (a type missing here is rejected by `replay`). Other layers keyed by
 # record type (image_schema's row history) check themselves against this set.
 STATE_CHANGING_TYPES: frozenset[type] = frozenset(_ROUTES) | {mt.RemoveTopicRecord}
 # No state: they still count as records seen and advance the offset.
 NO_OP_TYPES: frozenset[type] = frozenset({mt.NoOpRecord, mt.ZkMigrationStateRecord})
+# Control records that carry Raft state into the image (the loader applies them at their own offset).
+QUORUM_CONTROL_TYPES: frozenset[type] = frozenset({KRaftVersionRecord, VotersRecord})
 TRANSACTION_MARKERS: frozenset[type] = frozenset(
     {mt.BeginTransactionRecord, mt.EndTransactionRecord, mt.AbortTransactionRecord}
 )
@@ -112,6 +120,9 @@ class MetadataDelta:
 
     def delegation_tokens_delta(self) -> DelegationTokensDelta:
         return self._reader("delegation_tokens")
+
+    def voters_delta(self) -> VotersDelta:
+        return self._reader("voters")
 
     def replay(self, message: Any) -> None:
         """Apply one metadata record (not a transaction marker: the loader consumes those)."""

@@ -16,6 +16,7 @@ from replay.features import FeaturesImage
 from replay.producer_ids import ProducerIdsImage
 from replay.scram import ScramImage
 from replay.topics import TopicsImage
+from replay.voters import VotersImage
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ SUB_IMAGES = (
     "acls",
     "scram",
     "delegation_tokens",
+    "voters",
 )
 
 
@@ -53,6 +55,7 @@ class MetadataImage:
     acls: AclsImage = field(default_factory=AclsImage)
     scram: ScramImage = field(default_factory=ScramImage)
     delegation_tokens: DelegationTokensImage = field(default_factory=DelegationTokensImage)
+    voters: VotersImage = field(default_factory=VotersImage)  # the quorum's (KIP-853), from control records
 
     def is_empty(self) -> bool:
         return all(getattr(self, name).is_empty() for name in SUB_IMAGES)

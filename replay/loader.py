@@ -4,6 +4,10 @@ Records accumulate in a delta; images are published at the points Kafka publishe
 commit (`flush`), and when a BeginTransactionRecord arrives with records already pending. A transaction
 is folded: its records become visible together at EndTransactionRecord.
 
+Control batches: KRaftVersion and KRaftVoters records (KIP-853) go to the `voters` sub-image at their own
+offset, inside a metadata transaction or not: they are the Raft layer's state, which no metadata transaction
+holds back or aborts (Kafka's MetadataLoader ignores them; its Raft client applies them at their offset).
+
 Where this differs from Kafka, on purpose: an aborted transaction is always discarded. Kafka drops the
 aborted records only when the commit ends while still aborted; if another record follows the Abort in the
 same commit, Kafka's delta (still holding the aborted records) is published. Here the delta is reset to the
@@ -20,7 +24,7 @@ from typing import Any, Protocol
 from records import RecordBatch, SnapshotId
 from records import metadata_types as mt
 from records.control_types import SnapshotHeaderRecord
-from replay.delta import TRANSACTION_MARKERS, MetadataDelta
+from replay.delta import QUORUM_CONTROL_TYPES, TRANSACTION_MARKERS, MetadataDelta
 from replay.errors import ReplayError
 from replay.image import EMPTY_IMAGE, MetadataImage, Provenance
 
@@ -62,6 +66,9 @@ class LoaderObserver(Protocol):
     def snapshot_loaded(self, before: MetadataImage, after: MetadataImage) -> None:
         """The image was replaced by a snapshot's (any open transaction is dropped)."""
 
+    def quorum_changed(self, offset: int, before: MetadataImage, after: MetadataImage) -> None:
+        """A KRaftVersion / Voters record changed the `voters` sub-image at `offset` (nothing else differs)."""
+
 _OPEN = (TransactionState.STARTED, TransactionState.CONTINUED)
 _NONE = TransactionState.NONE
 
@@ -94,10 +101,14 @@ class BatchLoader:
         return self.transaction in _OPEN
 
     def load_batch(self, batch: RecordBatch, source: str | None = None) -> None:
-        """Replay one committed batch. A control batch advances the offset without touching the image."""
+        """Replay one committed batch. A control batch changes at most the `voters` sub-image."""
         self.last_time_ms = batch.append_time_ms
         self.last_epoch = batch.partition_leader_epoch
-        if not batch.is_control:
+        if batch.is_control:
+            for record in batch.records:
+                if type(record.message) in QUORUM_CONTROL_TYPES:
+                    self._replay_quorum_record(record.offset, record.message)
+        else:
             records = batch.records
             # Fast path (the replay hot path): a metadata record outside any transaction, nobody observing,
             # only goes to the delta; everything else takes `_replay` and its state machine.
@@ -158,6 +169,18 @@ class BatchLoader:
             if observer is not None and self.transaction is not TransactionState.CONTINUED:
                 observer.became_visible(offset, self.delta)
 
+    def _replay_quorum_record(self, offset: int, message: Any) -> None:
+        """Raft state is in force from its offset on: the base image changes under any open transaction (its
+        delta then applies on top of the new voters, and an Abort keeps them)."""
+        before = self.image
+        quorum = MetadataDelta(before)
+        quorum.replay(message)
+        self.image = quorum.apply(before.provenance)
+        self.delta.image = self.image  # the delta never holds a voters sub-delta of its own: none is lost
+        self.has_seen_record = True
+        if self._observer is not None:
+            self._observer.quorum_changed(offset, before, self.image)
+
     def flush(self, aligned: bool = True) -> None:
         """End of a commit: publish what is pending unless a transaction is still open."""
         if not self.in_transaction:
@@ -185,7 +208,7 @@ class BatchLoader:
                 message = record.message
                 if isinstance(message, SnapshotHeaderRecord):
                     header_time = message.last_contained_log_timestamp
-                elif not batch.is_control:
+                elif not batch.is_control or type(message) in QUORUM_CONTROL_TYPES:
                     try:
                         delta.replay(message)
                     except ReplayError as error:

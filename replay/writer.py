@@ -12,6 +12,7 @@ from typing import Any
 
 from records import RecordBatch, snapshot_file
 from records import metadata_types as mt
+from records.control_types import KRaftVersionFeature, KRaftVersionRecord, VoterEndpoint, VotersRecord, VotersVoter
 from records.snapshot_file import RECORDS_PER_BATCH
 from replay.features import METADATA_VERSION
 from replay.image import MetadataImage
@@ -192,6 +193,29 @@ def _tokens(image: MetadataImage, writer: ImageWriter) -> None:
 
 
 
+def quorum_records(image: MetadataImage) -> list[Any]:
+    """The control records of the quorum state (KIP-853) a snapshot's header batch carries: KRaftVersion, then
+    Voters; none when the log never stated them (kraft.version 0). Not metadata records: Raft writes them."""
+    quorum = image.voters
+    records: list[Any] = []
+    if quorum.kraft_version is not None:
+        records.append(KRaftVersionRecord(version=0, kraft_version=quorum.kraft_version))
+    if quorum.voters:
+        records.append(VotersRecord(version=0, voters=tuple(
+            VotersVoter(
+                voter_id=voter.voter_id,
+                voter_directory_id=voter.directory_id,
+                endpoints=tuple(VoterEndpoint(name=e.name, host=e.host, port=e.port) for e in voter.endpoints),
+                kraft_version_feature=KRaftVersionFeature(
+                    min_supported_version=voter.min_supported_kraft_version,
+                    max_supported_version=voter.max_supported_kraft_version,
+                ),
+            )
+            for voter in quorum.voters.values()
+        )))
+    return records
+
+
 def snapshot_batches(
     image: MetadataImage, append_time_ms: int, *, max_records_per_batch: int = RECORDS_PER_BATCH
 ) -> list[RecordBatch]:
@@ -202,4 +226,5 @@ def snapshot_batches(
         image.provenance.log_time_ms,
         append_time_ms,
         records_per_batch=max_records_per_batch,
+        header_records=quorum_records(image),
     )

@@ -1,7 +1,8 @@
 """Quorum → topic → streaming job → Delta, all real processes: three controllers publish a simulated
-workload (with a committed transaction wider than a micro-batch and an aborted one) into a topic on the
-local broker; the streaming job is SIGKILLed and restarted mid-stream; then every checked offset read from
-the warehouse equals the replay of the quorum's own log."""
+workload (with a committed transaction wider than a micro-batch and an aborted one, and a voter added and
+another removed at runtime, KIP-853) into a topic on the local broker; the streaming job is SIGKILLed and
+restarted mid-stream; then every checked offset read from the warehouse equals the replay of the quorum's own
+log."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from controller.controller import MID_TRANSACTION_FAILPOINT
 from kraftlake.local_cluster import LocalCluster
 from lake.time_travel import image_at_offset, published_images
 from lake.warehouse import Warehouse
+from raft.config import load_config
 from records import MetadataLogDir
 from records import metadata_types as mt
 from replay.canonical import canonical_json
@@ -31,7 +33,8 @@ from replay.log_replay import replay_paths
 def published_log(kafka_broker, tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalCluster, Path]:
     """Run the workload once; returns the cluster (stopped) and the log directory of a node."""
     root = tmp_path_factory.mktemp("cluster")
-    cluster = LocalCluster(root, kafka_broker, max_records_per_batch=50, topic=f"e2e-{root.name}")
+    cluster = LocalCluster(root, kafka_broker, max_records_per_batch=50, topic=f"e2e-{root.name}",
+                           spare_controller=True)
     cluster.start()
     try:
         cluster.wait_for_controller()
@@ -50,12 +53,25 @@ def published_log(kafka_broker, tmp_path_factory: pytest.TempPathFactory) -> tup
         cluster.disarm()
         cluster.wait_for_controller(excluding=died)
         cluster.start_controller(died)
+        voter_changes = _add_and_remove_a_voter(cluster, died)
         for _ in range(160):
             simulator.step()
         cluster.wait_published()
     finally:
         cluster.stop()
-    return cluster, cluster.log_dir(died), (reassigning_at, elr_at)
+    return cluster, cluster.log_dir(died), (reassigning_at, elr_at), voter_changes
+
+
+def _add_and_remove_a_voter(cluster: LocalCluster, keep: int) -> tuple[int, int, int]:
+    """Controller 4 joins the voters, then a voter other than the active controller and `keep` (whose log is
+    replayed) leaves; returns the offsets of the two VotersRecords and the voter that left."""
+    cluster.start_controller(4)
+    added = cluster.change_voters(True, 4)
+    active = cluster.wait_for_controller()
+    leaving = next(node for node in (1, 2, 3) if node not in (active, keep))
+    removed = cluster.change_voters(False, leaving)
+    assert sorted(added["voters"]) == [1, 2, 3, 4] and sorted(removed["voters"]) == sorted({1, 2, 3, 4} - {leaving})
+    return int(added["offset"]), int(removed["offset"]), leaving
 
 
 def _reassign_shrink_and_fail_a_directory(cluster: LocalCluster, simulator: BrokerSimulator) -> tuple[int, int]:
@@ -100,7 +116,7 @@ def _transaction_offsets(log_dir: Path) -> dict[str, list[int]]:
 
 
 def test_quorum_to_warehouse_with_job_restarts(published_log, tmp_path: Path) -> None:
-    cluster, log_dir, (reassigning_at, elr_at) = published_log
+    cluster, log_dir, (reassigning_at, elr_at), (added_at, removed_at, leaving) = published_log
     transactions = _transaction_offsets(log_dir)
     assert transactions["abort"] and len(transactions["begin"]) == len(transactions["end"]) + 1
 
@@ -121,8 +137,9 @@ def test_quorum_to_warehouse_with_job_restarts(published_log, tmp_path: Path) ->
     assert len({image.offset for image in images}) == len(images) >= 3
     begin, end = transactions["begin"][-2], transactions["end"][-1]  # the wide committed transaction
     inside = [o for o in (*transactions["begin"], *transactions["end"], *transactions["abort"]) if o <= last]
-    offsets = sorted({0, last, reassigning_at, elr_at, *inside, *(o - 1 for o in inside), (begin + end) // 2,
-                      *random.sample(range(last), 12)})
+    voter_offsets = (added_at - 1, added_at, removed_at - 1, removed_at)
+    offsets = sorted({0, last, reassigning_at, elr_at, *voter_offsets, *inside, *(o - 1 for o in inside),
+                      (begin + end) // 2, *random.sample(range(last), 12)})
     for offset in offsets:
         from_delta = canonical_json(image_at_offset(warehouse, offset).to_image(), provenance=False)
         from_log = canonical_json(replay_paths([log_dir], offset).image, provenance=False)
@@ -130,7 +147,20 @@ def test_quorum_to_warehouse_with_job_restarts(published_log, tmp_path: Path) ->
     final = image_at_offset(warehouse, last).tables
     topics = set(final["topics"].column("name").to_pylist())
     assert "wide" in topics and "cut" not in topics
-    assert sorted(final["controllers"].column("controller_id").to_pylist()) == [1, 2, 3]  # KIP-919
+    assert sorted(final["controllers"].column("controller_id").to_pylist()) == [1, 2, 3, 4]  # KIP-919
+    # KIP-853: each VotersRecord is in force from its own offset, not before, with kraft.version 1 throughout
+    expected = {added_at - 1: [1, 2, 3], added_at: [1, 2, 3, 4], removed_at - 1: [1, 2, 3, 4],
+                removed_at: sorted({1, 2, 3, 4} - {leaving})}
+    for offset, voter_ids in expected.items():
+        tables = image_at_offset(warehouse, offset).tables
+        assert sorted(tables["voters"].column("voter_id").to_pylist()) == voter_ids, offset
+        assert tables["kraft_version"].column("level").to_pylist() == [1], offset
+    addresses = load_config(cluster.root / "quorum.toml").nodes
+    voters = image_at_offset(warehouse, removed_at).tables["voters"].to_pylist()
+    assert {row["voter_id"]: row["endpoints"] for row in voters} == {
+        node: [{"name": "CONTROLLER", "host": addresses[node][0], "port": addresses[node][1]}]
+        for node in expected[removed_at]
+    }
     during = image_at_offset(warehouse, reassigning_at).tables["partitions"].to_pylist()
     assert any(row["adding_replicas"] and row["removing_replicas"] for row in during)  # a reassignment under way
     [ledger] = [row for row in image_at_offset(warehouse, elr_at).tables["partitions"].to_pylist()

@@ -16,6 +16,7 @@ from records.metadata_types import NoOpRecord
 
 VOTERS = (1, 2, 3)
 OBSERVER = 4  # started only by the scenarios that want an observer
+ADDRESSES = tuple((node, f"controller-{node}", 9090 + node) for node in (*VOTERS, OBSERVER))  # Raft listeners
 
 
 def batch(offset: int, epoch: int) -> LogEntry:
@@ -42,7 +43,8 @@ class ScriptedCluster:
     def start(self, node: int, voters: tuple[int, ...] = VOTERS, kraft_version: int = 0) -> None:
         """`voters`: the voter set this node believes in (a misconfigured node may disagree with the others);
         with `kraft_version` 1 only the bootstrap set: the log then says who votes."""
-        config = RaftConfig(node_id=node, voters=voters, fetch_max_bytes=1, kraft_version=kraft_version)
+        config = RaftConfig(node_id=node, voters=voters, fetch_max_bytes=1, kraft_version=kraft_version,
+                            addresses=ADDRESSES)
         self.checker.restarted(node)
         self.cores[node] = RaftNode(
             config, RaftLog(self.disks[node]), self.stores[node], random.Random(self.rng.random()), self.now, self.bugs

@@ -9,19 +9,29 @@ from raft.core import BugFlags, RaftConfig, RaftNode, VoterChangeError
 from raft.roles import Leader, Role
 from raft.simulation import InvariantChecker
 from raft.snapshots import encode_snapshot
-from raft.voters import VoterKey, VoterSet, control_records_of, default_directory_id
+from raft.voters import Endpoint, VoterKey, VoterSet, control_records_of, default_directory_id
 from records import decode_batches
 from records.control_types import KRaftVersionRecord, SnapshotHeaderRecord, VotersRecord
 from records.metadata_types import NoOpRecord
-from tests.raft.scripted import OBSERVER, VOTERS, ScriptedCluster
+from tests.raft.scripted import ADDRESSES, OBSERVER, VOTERS, ScriptedCluster
 
 
 def _key(node: int) -> VoterKey:
     return VoterKey(node, default_directory_id(node))
 
 
-def _voter_ids(record: object) -> list[tuple[int, str]]:
-    return [(v.voter_id, v.voter_directory_id) for v in record.voters]  # type: ignore[attr-defined]
+def _voters(record: object) -> list[tuple[int, str, list[tuple[str, str, int]]]]:
+    """A VotersRecord's voters: id, directory id and endpoints, exactly as written."""
+    return [
+        (v.voter_id, v.voter_directory_id, [(e.name, e.host, e.port) for e in v.endpoints])
+        for v in record.voters  # type: ignore[attr-defined]
+    ]
+
+
+def _expected(nodes: tuple[int, ...] | list[int]) -> list[tuple[int, str, list[tuple[str, str, int]]]]:
+    """The voters of `nodes`, each with its Raft address from the config (ADDRESSES) as its one endpoint."""
+    hosts = {node: (host, port) for node, host, port in ADDRESSES}
+    return [(n, default_directory_id(n), [("CONTROLLER", *hosts[n])]) for n in nodes]
 
 
 def _cluster(with_observer: bool = True) -> tuple[ScriptedCluster, int]:
@@ -51,7 +61,7 @@ def test_kraft_version_1_bootstrap_writes_the_voter_set_into_the_log() -> None:
     kraft_version, voters = _records_at(cluster, leader, 1)
     assert isinstance(kraft_version, KRaftVersionRecord) and kraft_version.kraft_version == 1
     assert isinstance(voters, VotersRecord)
-    assert _voter_ids(voters) == [(node, default_directory_id(node)) for node in VOTERS]
+    assert _voters(voters) == _expected(VOTERS)
     assert all(core.voters == VoterSet.bootstrap(VOTERS) and core.kraft_version == 1 for core in cluster.cores.values())
 
 
@@ -74,7 +84,7 @@ def test_add_voter_waits_for_catch_up_and_commits_only_under_the_new_majority() 
         core.add_voter(cluster.now, VoterKey(OBSERVER, default_directory_id(99)))  # another disk, same id
     assert cluster.run(lambda: _leader_sees_observer_caught_up(core))
     offset = core.add_voter(cluster.now, _key(OBSERVER))
-    assert _voter_ids(_records_at(cluster, leader, offset)[0]) == [(n, default_directory_id(n)) for n in (1, 2, 3, 4)]
+    assert _voters(_records_at(cluster, leader, offset)[0]) == _expected((1, 2, 3, 4))  # with the newcomer's endpoint
     with pytest.raises(VoterChangeError, match="not committed yet"):
         core.remove_voter(cluster.now, _key(OBSERVER))  # one change at a time
     # Only the leader and the newcomer are left: 2 of the new set's 4 is no majority, so nothing commits.
@@ -93,9 +103,7 @@ def test_a_removed_voter_stops_canvassing_and_a_leader_removing_itself_resigns_a
     cluster, leader = _cluster(with_observer=False)
     core = cluster.cores[leader]
     offset = core.remove_voter(cluster.now, _key(leader))
-    assert _voter_ids(_records_at(cluster, leader, offset)[0]) == [
-        (n, default_directory_id(n)) for n in VOTERS if n != leader
-    ]
+    assert _voters(_records_at(cluster, leader, offset)[0]) == _expected([n for n in VOTERS if n != leader])
     assert core.role is Role.LEADER  # it leads until the change commits, without counting itself
     assert cluster.run(lambda: core.role is not Role.LEADER)
     assert core.high_watermark > offset and not core.is_voter
@@ -120,11 +128,15 @@ def test_snapshots_carry_the_voter_set_and_a_restart_from_one_recovers_it() -> N
     header = next(iter(decode_batches(core.log.snapshot_data or b"", "<snapshot>")))
     kinds = [type(r.message) for r in header.records]
     assert kinds == [SnapshotHeaderRecord, KRaftVersionRecord, VotersRecord]
-    assert _voter_ids(header.records[2].message) == [(n, default_directory_id(n)) for n in (1, 2, 3, 4)]
+    assert _voters(header.records[2].message) == _expected((1, 2, 3, 4))
     core.delete_log_prefix(snapshot.end_offset)
     cluster.crash(leader, lose_unflushed=False)
     cluster.start(leader, kraft_version=1)
-    assert cluster.cores[leader].voters.ids == (1, 2, 3, 4)
+    restarted = cluster.cores[leader].voters
+    assert restarted.ids == (1, 2, 3, 4)
+    assert [(n, restarted.endpoints_of(n)) for n in restarted.ids] == [  # the endpoints came back too
+        (n, (Endpoint("CONTROLLER", host, port),)) for n, host, port in ADDRESSES
+    ]
 
 
 def test_encode_snapshot_without_quorum_records_is_unchanged() -> None:
@@ -141,5 +153,5 @@ def test_update_voter_rewrites_the_voter_set_for_a_known_key_only() -> None:
     with pytest.raises(VoterChangeError, match="VOTER_NOT_FOUND"):
         core.update_voter(cluster.now, VoterKey(leader, default_directory_id(99)))  # same id, another disk
     offset = core.update_voter(cluster.now, _key(leader))
-    assert _voter_ids(_records_at(cluster, leader, offset)[0]) == [(n, default_directory_id(n)) for n in VOTERS]
+    assert _voters(_records_at(cluster, leader, offset)[0]) == _expected(VOTERS)
     assert cluster.run(lambda: core.high_watermark > offset) and cluster.violations == []

@@ -14,6 +14,7 @@ import pytest
 
 from kraftlake.cli import main
 from raft.server import AppendSession
+from raft.voters import default_directory_id
 from tests.harness.processes import QuorumProcesses
 from tests.raft.test_processes import _append_until, _node_batches
 
@@ -88,6 +89,11 @@ def test_add_a_fourth_voter_under_load_then_remove_one_while_the_leader_is_kille
     assert main(["quorum", "add-voter", "--node-id", str(victim), "--config", str(quorum.config_path)]) == 0
     final = quorum.wait_for_leader(excluding=leader)
     assert sorted(final["voters"]) == [1, 2, 3, 4]
+    addresses = quorum.config.nodes  # every voter's endpoint in the VotersRecord is its Raft address
+    assert sorted(final["currentVoters"], key=lambda v: v["id"]) == [
+        {"id": n, "directoryId": default_directory_id(n), "endpoints": [f"CONTROLLER://{host}:{port}"]}
+        for n, (host, port) in sorted(addresses.items())
+    ]
     batches = _node_batches(quorum, final["leaderId"])
     held = {last: epoch for last, epoch, _ in batches.values()}
     lost = {offset: epoch for offset, epoch in committed.items() if held.get(offset) != epoch}

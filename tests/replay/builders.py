@@ -12,6 +12,7 @@ from typing import Any
 
 from records import RecordBatch, make_batch
 from records import metadata_types as mt
+from records.control_types import KRaftVersionFeature, KRaftVersionRecord, VoterEndpoint, VotersRecord, VotersVoter
 from records.wire import uuid_to_text
 from replay.delta import MetadataDelta
 from replay.image import EMPTY_IMAGE, MetadataImage, Provenance
@@ -130,6 +131,23 @@ class Recorder:
         return len(self.updates)
 
 
+def KV(level: int) -> Any:
+    """A KRaftVersion control record."""
+    return KRaftVersionRecord(version=0, kraft_version=level)
+
+
+def VOTERS(*voter_ids: int) -> Any:
+    """A KRaftVoters control record: voter n has directory uuid(400 + n) and one endpoint c<n>:9093."""
+    return VotersRecord(version=0, voters=tuple(
+        VotersVoter(
+            voter_id=n, voter_directory_id=uuid(400 + n),
+            endpoints=(VoterEndpoint(name="CONTROLLER", host=f"c{n}", port=9093),),
+            kraft_version_feature=KRaftVersionFeature(min_supported_version=0, max_supported_version=1),
+        )
+        for n in voter_ids
+    ))
+
+
 def rich_records() -> list[Any]:
     """A valid record list touching every sub-image, with changes and removals of each kind of entity."""
     broker = [
@@ -143,6 +161,8 @@ def rich_records() -> list[Any]:
     ]
     entity = (mt.EntityData(entity_type="user", entity_name="alice"),)
     return [
+        KV(1),
+        VOTERS(3000, 3001),
         MV(21),
         mt.FeatureLevelRecord(name="group.version", feature_level=1),
         mt.FeatureLevelRecord(name="transaction.version", feature_level=2),
@@ -199,6 +219,7 @@ def rich_records() -> list[Any]:
         mt.ProducerIdsRecord(broker_id=1, broker_epoch=11, next_producer_id=2000),
         mt.RegisterBrokerRecord(broker_id=0, broker_epoch=20, incarnation_id=uuid(503), fenced=False, rack=None),
         mt.RegisterControllerRecord(controller_id=3001, incarnation_id=uuid(701)),
+        VOTERS(3001, 3002),
         change("orders", 0, topic_id=uuid(802), leader=-1, isr=(2,), leader_recovery_state=1),
         N(),
     ]

@@ -27,7 +27,7 @@ def test_keys_are_sorted_and_the_compact_and_indented_forms_agree() -> None:
     assert text == json.dumps(document, sort_keys=True, separators=(",", ":"))
     assert json.loads(canonical_json(image, indent=2)) == document
     assert set(document) == {"provenance", "features", "brokers", "controllers", "topics", "configs", "clientQuotas",
-                             "producerIds", "acls", "scramCredentials", "delegationTokens"}
+                             "producerIds", "acls", "scramCredentials", "delegationTokens", "quorum"}
 
 
 def test_provenance_is_a_top_level_key_that_can_be_left_out() -> None:

@@ -1,0 +1,101 @@
+"""KRaftVersion and KRaftVoters control records (KIP-853) in the `voters` sub-image: in force at their own
+offset, whether a metadata transaction is open around them or not, loaded from snapshots, and recorded as
+row versions at exactly their offset."""
+
+from __future__ import annotations
+
+from image_schema.changes import ChangeRecorder, RowVersion
+from image_schema.tables import TABLES
+from records import SnapshotId
+from records.snapshot_file import snapshot_batches as file_batches
+from replay.canonical import image_to_canonical
+from replay.loader import BatchLoader
+from replay.voters import QuorumVoter, VoterEndpoint
+from replay.writer import image_records, snapshot_batches
+from tests.replay.builders import KV, MV, VOTERS, A, B, E, N, Recorder, T, control, data, uuid
+
+
+def voter(n: int) -> QuorumVoter:
+    return QuorumVoter(n, uuid(400 + n), (VoterEndpoint("CONTROLLER", f"c{n}", 9093),), 0, 1)
+
+
+def voter_ids(loader: BatchLoader) -> list[int]:
+    return list(loader.visible_image().voters.voters)
+
+
+def test_a_voter_change_is_in_the_image_at_its_offset_and_not_before() -> None:
+    loader = BatchLoader(Recorder())
+    loader.load_batch(control(0, 1, 10, [KV(1), VOTERS(1, 2, 3)]))
+    loader.load_batch(data(2, 1, 10, [MV(21), T("a")]))
+    loader.flush()
+    image = loader.image
+    assert image.voters.kraft_version == 1
+    assert dict(image.voters.voters) == {1: voter(1), 2: voter(2), 3: voter(3)}
+    loader.load_batch(data(4, 1, 10, [N()]))
+    assert voter_ids(loader) == [1, 2, 3]  # offset 4: still the old set
+    loader.load_batch(control(5, 1, 10, [VOTERS(1, 2, 3, 4)]))
+    assert voter_ids(loader) == [1, 2, 3, 4]
+    assert loader.visible_image().topics.by_name.get("a") is not None  # nothing else changed
+
+
+def test_inside_a_transaction_the_change_is_visible_at_once_and_survives_the_abort() -> None:
+    loader = BatchLoader(Recorder())
+    loader.load_batch(control(0, 1, 10, [KV(1), VOTERS(1, 2, 3)]))
+    loader.load_batch(data(2, 1, 10, [MV(21), B(), T("x")]))
+    loader.load_batch(control(5, 1, 10, [VOTERS(1, 2)]))  # the Raft layer appends between the records
+    visible = loader.visible_image()
+    assert list(visible.voters.voters) == [1, 2] and visible.topics.by_name.get("x") is None  # folded, not voters
+    loader.load_batch(data(6, 1, 10, [A()]))
+    loader.flush()
+    assert list(loader.image.voters.voters) == [1, 2] and loader.image.topics.by_name.get("x") is None
+    loader.load_batch(data(7, 1, 10, [B(), T("y")]))
+    loader.load_batch(control(9, 1, 10, [KV(1)]))
+    loader.load_batch(data(10, 1, 10, [E()]))
+    loader.flush()
+    assert list(loader.image.voters.voters) == [1, 2] and loader.image.topics.by_name.get("y") is not None
+
+
+def voter_values(n: int) -> tuple:
+    """Voter n's row in the voters table, column by column."""
+    return (n, uuid(400 + n), [{"name": "CONTROLLER", "host": f"c{n}", "port": 9093}], 0, 1)
+
+
+def test_row_versions_carry_the_control_records_offsets() -> None:
+    recorder = ChangeRecorder()
+    loader = BatchLoader(None, observer=recorder)
+    loader.load_batch(control(0, 1, 10, [KV(1), VOTERS(1, 2, 3)]))
+    loader.load_batch(data(2, 1, 10, [MV(21), B(), T("x")]))
+    loader.load_batch(control(5, 1, 10, [VOTERS(1, 3, 4)]))  # inside the transaction: at 5, not at its End
+    loader.load_batch(data(6, 1, 10, [E()]))
+    versions = [v for v in recorder.take() if v.table in ("voters", "kraft_version")]
+    assert versions == [
+        RowVersion("kraft_version", ("quorum",), ("quorum", 1), 0),
+        *(RowVersion("voters", (n,), voter_values(n), 1) for n in (1, 2, 3)),
+        RowVersion("voters", (2,), None, 5),
+        RowVersion("voters", (4,), voter_values(4), 5),
+    ]
+    assert sorted(TABLES["voters"].image_rows(loader.visible_image())) == [
+        ((n,), voter_values(n)) for n in (1, 3, 4)
+    ]
+
+
+def test_a_snapshot_carries_the_quorum_state_and_one_without_drops_it() -> None:
+    loader = BatchLoader(Recorder())
+    loader.load_batch(control(0, 1, 10, [KV(1), VOTERS(1, 2)]))
+    loader.load_batch(data(2, 1, 10, [MV(21), T("a")]))
+    loader.flush()
+    written = snapshot_batches(loader.image, 0)
+    header = written[0].records
+    assert [type(r.message).__name__ for r in header] == ["SnapshotHeaderRecord", "KRaftVersionRecord", "VotersRecord"]
+    fresh = BatchLoader(Recorder())
+    fresh.load_snapshot(written, SnapshotId(4, 1))
+    assert fresh.image.voters == loader.image.voters
+    assert image_to_canonical(fresh.image)["quorum"] == image_to_canonical(loader.image)["quorum"] == {
+        "kraftVersion": 1,
+        "voters": {str(n): {"voterId": n, "directoryId": uuid(400 + n),
+                            "endpoints": [{"name": "CONTROLLER", "host": f"c{n}", "port": 9093}],
+                            "minSupportedKraftVersion": 0, "maxSupportedKraftVersion": 1} for n in (1, 2)},
+    }
+    static = file_batches(1, image_records(loader.image).records, 0, 0)  # kraft.version 0: no quorum records
+    fresh.load_snapshot(static, SnapshotId(4, 1))
+    assert fresh.image.voters.is_empty() and fresh.image.topics.by_name.get("a") is not None
