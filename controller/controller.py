@@ -345,7 +345,7 @@ class QuorumController:
         self._rebuild_state()
         log.info("controller %d: active in epoch %d from offset %d", self.node_id, epoch, self._next_write_offset)
         try:
-            if not self._loader.has_seen_record and self._loader.image.is_empty():
+            if not self._loader.has_seen_record and self._loader.image.metadata_is_empty():
                 self._append("bootstrap", features.bootstrap_records(
                     self.config.bootstrap_metadata_version, self.config.bootstrap_feature_levels
                 ))

@@ -1,7 +1,7 @@
 """What every sub-image's table code provides (`SubImageTables`), and the table description (`TableSpec`).
 
 Each sub-image has one module here (features, cluster, topics, configs, client_quotas, producer_ids, acls,
-scram, delegation_tokens) holding all of its table code: Arrow schemas, rows from an image, one row from a
+scram, delegation_tokens, voters) holding all of its table code: Arrow schemas, rows from an image, one row from a
 delta, the rows each record type touches, and the rebuild of the sub-image from rows. Adding a field to a
 sub-image touches its `replay` module and its module here; `tables`, `changes` and `rebuild` only assemble.
 

@@ -58,7 +58,12 @@ class MetadataImage:
     voters: VotersImage = field(default_factory=VotersImage)  # the quorum's (KIP-853), from control records
 
     def is_empty(self) -> bool:
-        return all(getattr(self, name).is_empty() for name in SUB_IMAGES)
+        return self.metadata_is_empty() and self.voters.is_empty()
+
+    def metadata_is_empty(self) -> bool:
+        """No metadata record has left a trace (the quorum's control records aside): what decides, as in Kafka,
+        whether a log still needs its bootstrap records."""
+        return all(getattr(self, name).is_empty() for name in SUB_IMAGES if name != "voters")
 
 
 EMPTY_IMAGE = MetadataImage()

@@ -94,7 +94,7 @@ class BatchLoader:
         self.last_time_ms = image.provenance.log_time_ms
         self.num_batches = 0
         self.num_bytes = 0
-        self.has_seen_record = not image.is_empty()
+        self.has_seen_record = not image.metadata_is_empty()  # control records are no metadata records
 
     @property
     def in_transaction(self) -> bool:
@@ -177,7 +177,6 @@ class BatchLoader:
         quorum.replay(message)
         self.image = quorum.apply(before.provenance)
         self.delta.image = self.image  # the delta never holds a voters sub-delta of its own: none is lost
-        self.has_seen_record = True
         if self._observer is not None:
             self._observer.quorum_changed(offset, before, self.image)
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from records import RecordBatch, read_batches, snapshot_id
+from records import RecordBatch, read_batches, read_snapshot, snapshot_id
 from records import metadata_types as mt
 from replay.canonical import canonical_json
+from replay.delta import QUORUM_CONTROL_TYPES
 from replay.image import EMPTY_IMAGE, MetadataImage
 from replay.loader import BatchLoader
 from replay.log_replay import cut_batches, replay_paths
@@ -134,3 +135,15 @@ def test_every_offset_replays(samples_dir: Path, log: str) -> None:
                                                                              provenance=False)
         count += 1
     assert count == last + 1
+
+
+@pytest.mark.parametrize("path", (*LOGS, *SNAPSHOTS_BESIDE_LOGS), ids=lambda p: p.split("/")[0] + "/" + Path(p).name)
+def test_a_static_quorum_states_no_voters(samples_dir: Path, path: str) -> None:
+    """Every sample is a kraft.version 0 cluster (3.x, or 4.x without controller.quorum.bootstrap.servers): its
+    files hold no KRaftVersion / KRaftVoters record, so the quorum sub-image stays empty (the dynamic case is
+    covered by this project's own logs and snapshots, tests/replay/test_voters.py and tests/jobs)."""
+    batches = read_snapshot(samples_dir / path) if path.endswith(".checkpoint") else batches_of(samples_dir / path)
+    kinds = {type(r.message) for batch in batches if batch.is_control for r in batch.records}
+    assert not kinds & QUORUM_CONTROL_TYPES
+    image = replay_paths([samples_dir / path]).image
+    assert image.voters.is_empty() and not image.is_empty()

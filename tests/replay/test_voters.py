@@ -99,3 +99,17 @@ def test_a_snapshot_carries_the_quorum_state_and_one_without_drops_it() -> None:
     static = file_batches(1, image_records(loader.image).records, 0, 0)  # kraft.version 0: no quorum records
     fresh.load_snapshot(static, SnapshotId(4, 1))
     assert fresh.image.voters.is_empty() and fresh.image.topics.by_name.get("a") is not None
+
+
+def test_quorum_records_alone_leave_the_log_in_need_of_its_bootstrap() -> None:
+    """The controller bootstraps a log with no metadata record yet: the KRaftVersion + Voters records the
+    first leader of a kraft.version 1 quorum writes must not count as metadata (else no metadata.version)."""
+    recorder = Recorder()
+    loader = BatchLoader(recorder)
+    loader.load_batch(control(0, 1, 10, [KV(1), VOTERS(1, 2, 3)]))
+    loader.flush()
+    assert not loader.has_seen_record and loader.image.metadata_is_empty() and not loader.image.is_empty()
+    assert len(recorder) == 0  # nothing published before metadata, as Kafka publishes nothing either
+    loader.load_batch(data(2, 1, 10, [MV(21)]))
+    loader.flush()
+    assert list(recorder.latest.image.voters.voters) == [1, 2, 3] and recorder.latest.image.features.metadata_version
