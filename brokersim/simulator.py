@@ -53,6 +53,9 @@ class SimulatedBroker:
     offset: int = -1  # the committed offset it last heard of
     shutting_down: bool = False
     offline_dirs: list[str] = field(default_factory=list)  # failed log directories it reports
+    # KIP-966: the epoch it held when it last shut down cleanly (Kafka's .kafka_cleanshutdown file), -1 after a
+    # crash; its next registration sends it as PreviousBrokerEpoch, and uses it up
+    clean_shutdown_epoch: int = -1
 
 
 @dataclass
@@ -121,10 +124,12 @@ class BrokerSimulator:
             "listeners": [{"name": "PLAINTEXT", "host": "127.0.0.1", "port": 9092 + broker.broker_id}],
             "features": {name: list(levels) for name, levels in SUPPORTED_FEATURES.items()},
             "log_dirs": self._directories(broker),
+            "previous_broker_epoch": broker.clean_shutdown_epoch,
         })
         if epoch is not None:
             with self._lock:
                 broker.epoch = epoch
+                broker.clean_shutdown_epoch = -1
                 broker.shutting_down = False
                 broker.offline_dirs = []  # the failed disk was replaced before the restart
 
@@ -146,7 +151,8 @@ class BrokerSimulator:
                 return
             broker.offset = max(broker.offset, reply["committed_offset"])
             if reply["should_shut_down"]:
-                broker.epoch = None  # it exits; it restarts at a later step
+                broker.epoch = None  # it exits cleanly; it restarts at a later step
+                broker.clean_shutdown_epoch = epoch
 
     def _heartbeat_in_background(self, stop: threading.Event) -> None:
         while not stop.wait(self.config.heartbeat_interval_ms / 1000):
@@ -229,6 +235,7 @@ class BrokerSimulator:
             victim = self.rng.choice(live)
             with self._lock:
                 victim.epoch = None  # it stops heartbeating; the controller fences it once the session expires
+                victim.clean_shutdown_epoch = -1
                 self.report.actions["crash"] = self.report.actions.get("crash", 0) + 1
 
     def _restart(self) -> None:

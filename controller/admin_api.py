@@ -75,6 +75,7 @@ def _registration(body: dict[str, Any]) -> BrokerRegistrationRequest:
         rack=body.get("rack"),
         log_dirs=tuple(body.get("log_dirs", ())),
         cluster_id=body.get("cluster_id"),
+        previous_broker_epoch=_int(body, "previous_broker_epoch", -1),
     )
 
 

@@ -44,6 +44,8 @@ class BrokerRegistrationRequest:
     rack: str | None = None
     log_dirs: Sequence[str] = ()
     cluster_id: str | None = None
+    # KIP-966: the epoch this broker held when it last shut down cleanly; -1 when it cannot say (a crash)
+    previous_broker_epoch: int = -1
 
 
 class BrokerState(enum.Enum):
@@ -128,8 +130,10 @@ def register_broker(ctx: WriteContext, request: BrokerRegistrationRequest) -> Co
                 f"another broker (incarnation {existing.incarnation_id}) is registered with id {request.broker_id} "
                 f"and still heartbeating"
             )
-        # the old incarnation died uncleanly: out of ISRs and ELRs (its log may lack acknowledged writes)
-        records += partition_updates_removing(ctx, request.broker_id, unclean_shutdown=True)
+        if existing.epoch != request.previous_broker_epoch:
+            # the old incarnation did not shut down cleanly (Kafka's ClusterControlManager compares the stored
+            # epoch with PreviousBrokerEpoch): out of ISRs and ELRs, its log may lack acknowledged writes
+            records += partition_updates_removing(ctx, request.broker_id, unclean_shutdown=True)
     epoch = ctx.next_write_offset + len(records)
     records.append(mt.RegisterBrokerRecord(
         broker_id=request.broker_id,

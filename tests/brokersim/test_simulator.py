@@ -117,3 +117,39 @@ def test_background_heartbeats_keep_brokers_alive_through_slow_operations(interv
         server.close()
         controller.close()
     assert (_fencings(log) > 0) is fenced  # a 1.5 s operation outlasts a 1 s session
+
+
+@pytest.mark.parametrize("clean", [True, False], ids=["controlled-shutdown", "crash"])
+def test_a_restart_after_a_controlled_shutdown_keeps_the_broker_eligible(served, clean: bool) -> None:
+    """KIP-966 end to end: after a controlled shutdown the broker registers again with PreviousBrokerEpoch set
+    to the epoch it held, so it stays in the ELR; after a crash it cannot say, and the controller drops it."""
+    _, controller, client = served
+    simulator = BrokerSimulator(client, SimulationConfig(brokers=3, topics=0, seed=5))
+    simulator.build()
+    client.call("create-topics", {"topics": [{
+        "name": "ledger", "partitions": 1, "replication_factor": 3, "configs": {"min.insync.replicas": "3"},
+    }]})
+    simulator.heartbeat_all()
+    leader = client.describe_topic("ledger")["partitions"]["0"]["leader"]
+    simulator.alter_isr("ledger", 0, [leader])
+    [member, other] = sorted(client.describe_topic("ledger")["partitions"]["0"]["elr"])
+    broker = simulator.brokers[member]
+    last_epoch = broker.epoch
+    if clean:
+        broker.shutting_down = True
+        while broker.epoch is not None:
+            simulator.heartbeat(broker)
+    else:
+        broker.epoch = None  # SIGKILL: no clean-shutdown epoch is left behind
+    assert broker.clean_shutdown_epoch == (last_epoch if clean else -1)
+    until = time.monotonic() + 0.4  # its session (300 ms) expires, so a new incarnation may register ...
+    while time.monotonic() < until:
+        for alive in simulator.brokers:
+            if alive is not broker:
+                simulator.heartbeat(alive)  # ... while the others keep theirs
+        time.sleep(0.05)
+    broker.incarnation += 1
+    simulator.register(broker)
+    partition = controller.committed_image.topics.by_name["ledger"].partitions[0]
+    assert broker.epoch is not None and broker.clean_shutdown_epoch == -1  # the proof is used up
+    assert partition.elr == ((member, other) if clean else (other,))

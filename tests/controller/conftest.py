@@ -63,10 +63,12 @@ class Harness:
         ]
 
     def register(self, broker_id: int, rack: str | None = None, *, generation: int = 0,
-                 features: dict[str, tuple[int, int]] | None = None, unfence: bool = True) -> int:
+                 features: dict[str, tuple[int, int]] | None = None, unfence: bool = True,
+                 previous_broker_epoch: int = -1) -> int:
         request = BrokerRegistrationRequest(
             broker_id, incarnation(broker_id, generation), [Listener("PLAINTEXT", "localhost", 9000 + broker_id)],
             features if features is not None else dict(SUPPORTED_FEATURES), rack=rack,
+            previous_broker_epoch=previous_broker_epoch,
         )
         epoch = self.wait(self.controller.register_broker(request))
         self.epochs[broker_id] = epoch

@@ -84,6 +84,26 @@ def test_empty_isr_waits_for_an_elr_member_and_unclean_shutdown_leaves_it(harnes
     )]
 
 
+@pytest.mark.parametrize("clean", [True, False], ids=["previous-epoch-matches", "previous-epoch-differs"])
+def test_previous_broker_epoch_decides_whether_a_restart_keeps_the_elr(harness: Harness, clean: bool) -> None:
+    """KIP-966 (Kafka's ClusterControlManager.registerBroker): a new incarnation naming the epoch the broker
+    last held shut down cleanly and stays eligible; any other PreviousBrokerEpoch means unclean, out of the ELR."""
+    topic_id = _topic(harness, [0, 1, 2], min_isr="2")
+    assert _alter_isr(harness, (0,)).error is None
+    assert harness.partition("t", 0).elr == (1, 2)
+    last_epoch = harness.epochs[1]
+    harness.clock.advance(harness.config.session_timeout_ms + 1)
+    harness.heartbeat(0)  # the leader keeps its session; broker 1 lost its own
+    mark = harness.offset()
+    harness.register(1, generation=1, unfence=False, previous_broker_epoch=last_epoch if clean else last_epoch - 1)
+    unclean = [mt.PartitionChangeRecord(partition_id=0, topic_id=topic_id, eligible_leader_replicas=(2,),
+                                        last_known_elr=(1,))]
+    assert _changes(harness, mark) == ([] if clean else unclean)
+    [registration] = [r for r in harness.records_after(mark) if type(r) is mt.RegisterBrokerRecord]
+    assert registration.broker_id == 1 and registration.broker_epoch == harness.epochs[1] > last_epoch
+    assert harness.partition("t", 0).elr == ((1, 2) if clean else (2,))
+
+
 def test_min_isr_change_and_elr_feature_off_clear_the_elrs(harness: Harness) -> None:
     _topic(harness, [0, 1, 2], min_isr="3")
     _alter_isr(harness, (0, 1))

