@@ -23,6 +23,7 @@ from kraftlake.local_cluster import LocalCluster
 from lake.time_travel import image_at_offset, published_images
 from lake.warehouse import Warehouse
 from raft.config import load_config
+from raft.voters import default_directory_id
 from records import MetadataLogDir
 from records import metadata_types as mt
 from replay.canonical import canonical_json
@@ -71,6 +72,15 @@ def _add_and_remove_a_voter(cluster: LocalCluster, keep: int) -> tuple[int, int,
     leaving = next(node for node in (1, 2, 3) if node not in (active, keep))
     removed = cluster.change_voters(False, leaving)
     assert sorted(added["voters"]) == [1, 2, 3, 4] and sorted(removed["voters"]) == sorted({1, 2, 3, 4} - {leaving})
+    addresses = load_config(cluster.root / "quorum.toml").nodes
+    deadline = time.monotonic() + 30
+    while (quorum := cluster.admin.describe()["quorum"])["voters"].keys() != {str(n) for n in removed["voters"]}:
+        assert time.monotonic() < deadline, quorum  # the controller's committed image catches up
+        time.sleep(0.1)
+    assert quorum == {"kraft_version": 1, "voters": {  # `kraftlake admin describe`: the VotersRecord in force
+        str(n): {"directory_id": default_directory_id(n), "endpoints": [f"CONTROLLER://{host}:{port}"]}
+        for n, (host, port) in addresses.items() if n in removed["voters"]
+    }}
     return int(added["offset"]), int(removed["offset"]), leaving
 
 
