@@ -17,6 +17,7 @@ from lake.warehouse import TABLE_PROPERTIES, Warehouse, all_tables
 from records import RecordBatch, make_batch, wire
 from records import metadata_types as mt
 from replay.canonical import canonical_json
+from replay.image import MetadataImage
 from replay.loader import BatchLoader
 
 INTERVAL = int(TABLE_PROPERTIES["delta.checkpointInterval"])
@@ -78,7 +79,7 @@ def test_the_sink_prunes_its_logs_and_every_offset_still_answers(tmp_path: Path)
         assert image_at_offset(warehouse, offset).canonical_json(None) == canonical_json(_replayed(log, offset))
 
 
-def _replayed(log: list[RecordBatch], offset: int) -> object:
+def _replayed(log: list[RecordBatch], offset: int) -> MetadataImage:
     loader = BatchLoader(None)
     for batch in log:
         if batch.base_offset <= offset:
