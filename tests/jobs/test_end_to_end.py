@@ -33,9 +33,9 @@ from replay.log_replay import replay_paths
 @pytest.fixture(scope="module")
 def published_log(
     kafka_broker, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[LocalCluster, Path, tuple[int, int]]:
-    """Run the workload once; returns the cluster (stopped), the log directory of a node and the offsets
-    where the reassignment and the ELR election happened."""
+) -> tuple[LocalCluster, Path, tuple[int, int], tuple[int, int, int]]:
+    """Run the workload once; returns the cluster (stopped), the log directory of a node, the offsets
+    where the reassignment and the ELR election happened, and the voter changes (`_add_and_remove_a_voter`)."""
     root = tmp_path_factory.mktemp("cluster")
     cluster = LocalCluster(root, kafka_broker, max_records_per_batch=50, topic=f"e2e-{root.name}",
                            spare_controller=True)
