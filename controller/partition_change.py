@@ -6,11 +6,14 @@ Rules kept from Kafka, in its order:
   removing replicas leave the replicas and the ISR;
 - eligible leader replicas (KIP-966, when enabled): while the target ISR is smaller than the topic's
   effective min.insync.replicas, the members that leave it join the ELR (replicas known to hold every
-  committed write) unless they shut down uncleanly, and last_known_elr keeps whoever was ever in it; both are
-  cleared once the ISR reaches min ISR again, and by any unclean election. With ELRs the ISR may be empty;
+  committed write) unless they shut down uncleanly; the ELR is cleared once the ISR reaches min ISR again,
+  and by any unclean election. With ELRs the ISR may be empty. last_known_elr holds the last known leader
+  (Kafka's default useLastKnownLeaderInBalancedRecovery): set when the ISR first empties, cleared once the
+  partition has a leader again;
 - the current leader stays while it is in the target ISR and acceptable; otherwise the first acceptable
   replica in the ISR leads, or, when the ISR is empty, the first acceptable ELR member, which becomes the
-  whole ISR; an UNCLEAN election may pick an acceptable replica outside both, which then becomes the whole
+  whole ISR; with ISR and ELR both empty, the last known leader once it is acceptable (a balanced recovery,
+  elected uncleanly); an UNCLEAN election may pick any acceptable replica, which then becomes the whole
   ISR, in RECOVERING state. Without ELRs an ISR is never written empty;
 - a reassignment that drops replicas, and below metadata.version 3.6-IV2 an ISR shrink, bump the leader epoch.
 """
@@ -81,12 +84,14 @@ def build_partition_change(
         if kept_isr and set(adding) <= set(isr):
             isr, replicas = kept_isr, tuple(b for b in replicas if b not in removing)
             adding = removing = ()
-    target_elr, target_last_known = _populate_elr(partition, isr, elr)
+    target_elr = _populate_elr(partition, isr, elr)
 
     def valid(broker_id: int) -> bool:
         return (broker_id in isr or (not isr and broker_id in target_elr)) and is_acceptable_leader(broker_id)
 
-    leader, unclean = _elect(partition, replicas, election, valid, is_acceptable_leader)
+    last_known = _last_known_leader(partition, isr, target_elr, elr, is_acceptable_leader)
+    leader, unclean = _elect(partition, replicas, election, valid, is_acceptable_leader,
+                             last_known_leader=last_known)
     record_leader = NO_LEADER_CHANGE
     record_isr: tuple[int, ...] | None = None
     record_recovery = -1
@@ -102,11 +107,11 @@ def build_partition_change(
     if record_leader == NO_LEADER_CHANGE and not set(partition.replicas) <= set(replicas):
         record_leader = partition.leader  # a reassignment that drops replicas bumps the leader epoch
     if record_isr is not None or not elr.enabled:  # an unclean election, or ELRs off: no ELR at all
-        target_elr = target_last_known = ()
+        target_elr = ()
     record_elr = None if target_elr == partition.elr else target_elr
-    record_last_known = None if target_last_known == partition.last_known_elr else target_last_known
     if record_isr is None and (isr or elr.enabled) and isr != partition.isr:
         record_isr = isr
+    record_last_known = _last_known_change(partition, record_isr, record_leader) if elr.enabled else None
     if (
         record_leader == NO_LEADER_CHANGE
         and record_isr is not None
@@ -140,19 +145,15 @@ def _no_op(topic_id: str, partition_id: int) -> mt.PartitionChangeRecord:
     return mt.PartitionChangeRecord(partition_id=partition_id, topic_id=topic_id)
 
 
-def _populate_elr(
-    partition: PartitionRegistration, isr: tuple[int, ...], elr: ElrPolicy
-) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(target ELR, target last known ELR) before the election (maybePopulateTargetElr)."""
+def _populate_elr(partition: PartitionRegistration, isr: tuple[int, ...], elr: ElrPolicy) -> tuple[int, ...]:
+    """The target ELR before the election (maybePopulateTargetElr)."""
     if not elr.enabled:
-        return partition.elr, partition.last_known_elr
+        return partition.elr
     if len(isr) >= elr.min_isr:
-        return (), ()
+        return ()
     candidates = set(partition.elr) | set(partition.isr)
     target_elr = tuple(sorted(b for b in candidates if b not in isr and b not in elr.unclean_shutdown))
-    candidates |= set(partition.last_known_elr)
-    target_last_known = tuple(sorted(b for b in candidates if b not in isr and b not in target_elr))
-    return target_elr, target_last_known
+    return target_elr
 
 
 def _directories(
@@ -164,12 +165,41 @@ def _directories(
     return tuple(known[b] if b in known else default_directory(b) for b in replicas)
 
 
+def _last_known_leader(
+    partition: PartitionRegistration,
+    isr: tuple[int, ...],
+    target_elr: tuple[int, ...],
+    elr: ElrPolicy,
+    acceptable: Callable[[int], bool],
+) -> int | None:
+    """The last known leader a balanced recovery may elect (Kafka's canElectLastKnownLeader, as fixed by
+    KAFKA-19522): ELRs on, ISR and ELR both empty, last_known_elr holding exactly that leader, and it is back."""
+    if not elr.enabled or isr or target_elr or len(partition.last_known_elr) != 1:
+        return None
+    last = partition.last_known_elr[0]
+    return last if acceptable(last) else None
+
+
+def _last_known_change(
+    partition: PartitionRegistration, record_isr: tuple[int, ...] | None, record_leader: int
+) -> tuple[int, ...] | None:
+    """last_known_elr holds the last known leader (maybeUpdateLastKnownLeader): set the first time the ISR
+    empties, cleared once the partition has a leader again; None: unchanged."""
+    if record_isr == () and partition.last_known_elr != (partition.leader,):
+        return (partition.leader,)
+    has_leader = record_leader >= 0 or (partition.leader != NO_LEADER and record_leader != NO_LEADER)
+    if has_leader and partition.last_known_elr:
+        return ()
+    return None
+
+
 def _elect(
     partition: PartitionRegistration,
     replicas: tuple[int, ...],
     election: Election,
     valid: Callable[[int], bool],
     acceptable: Callable[[int], bool],
+    last_known_leader: int | None = None,
 ) -> tuple[int, bool]:
     """(new leader, whether it was elected uncleanly)."""
     if election is Election.PREFERRED and replicas and valid(replicas[0]):
@@ -179,6 +209,8 @@ def _elect(
     for replica in replicas:
         if valid(replica):
             return replica, False
+    if last_known_leader is not None:
+        return last_known_leader, True  # a balanced recovery: the last leader may lack nothing it acknowledged
     if election is Election.UNCLEAN:
         for replica in replicas:
             if acceptable(replica):

@@ -213,7 +213,8 @@ def partition_updates_adding(ctx: WriteContext, broker_id: int) -> list[Any]:
             continue
         topic_name = state.topic_name(topic_id) or ""
         unclean = unclean_election_enabled(state, topic_name)
-        if broker_id not in partition.isr and broker_id not in partition.elr and not unclean:
+        last_known_leader = partition.last_known_elr == (broker_id,)  # a balanced recovery may elect it
+        if broker_id not in partition.isr and broker_id not in partition.elr and not unclean and not last_known_leader:
             continue
         record = build_partition_change(
             topic_id, partition_id, partition,

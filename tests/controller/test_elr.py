@@ -68,19 +68,51 @@ def test_empty_isr_waits_for_an_elr_member_and_unclean_shutdown_leaves_it(harnes
     harness.heartbeat(1, want_fence=True)  # not in the ISR: nothing to change
     mark = harness.offset()
     harness.heartbeat(0, want_fence=True)
-    assert _changes(harness, mark) == [mt.PartitionChangeRecord(
-        partition_id=0, topic_id=topic_id, isr=(), leader=-1, eligible_leader_replicas=(0, 1),
+    assert _changes(harness, mark) == [mt.PartitionChangeRecord(  # last_known_elr: the last known leader
+        partition_id=0, topic_id=topic_id, isr=(), leader=-1, eligible_leader_replicas=(0, 1), last_known_elr=(0,),
     )]
     mark = harness.offset()
-    harness.heartbeat(1)  # an ELR member is back: it leads, alone in the ISR
+    harness.heartbeat(1)  # an ELR member is back: it leads, alone in the ISR, and the last known leader goes
     assert _changes(harness, mark) == [mt.PartitionChangeRecord(
-        partition_id=0, topic_id=topic_id, isr=(1,), leader=1, eligible_leader_replicas=(0,),
+        partition_id=0, topic_id=topic_id, isr=(1,), leader=1, eligible_leader_replicas=(0,), last_known_elr=(),
     )]
     harness.clock.advance(harness.config.session_timeout_ms + 1)
     mark = harness.offset()
     harness.register(0, generation=1, unfence=False)  # a new incarnation: the old one died uncleanly
     assert _changes(harness, mark) == [mt.PartitionChangeRecord(
-        partition_id=0, topic_id=topic_id, eligible_leader_replicas=(), last_known_elr=(0,),
+        partition_id=0, topic_id=topic_id, eligible_leader_replicas=(),
+    )]
+
+
+def test_with_isr_and_elr_empty_the_last_known_leader_recovers_the_partition(harness: Harness) -> None:
+    """KIP-966's balanced recovery (Kafka's useLastKnownLeaderInBalancedRecovery, on by default): when no ISR
+    or ELR member is left, the last known leader is elected once it is back, as an unclean election would
+    (RECOVERING), but never any other replica."""
+    topic_id = _topic(harness, [0, 1], min_isr="2")
+    assert _alter_isr(harness, (0,)).error is None
+    harness.clock.advance(harness.config.session_timeout_ms + 1)
+    harness.heartbeat(0)
+    mark = harness.offset()
+    harness.register(1, generation=1, unfence=False)  # broker 1 died uncleanly: out of the ELR
+    assert _changes(harness, mark) == [mt.PartitionChangeRecord(
+        partition_id=0, topic_id=topic_id, eligible_leader_replicas=(),
+    )]
+    mark = harness.offset()
+    harness.heartbeat(0, want_fence=True)
+    assert _changes(harness, mark) == [mt.PartitionChangeRecord(
+        partition_id=0, topic_id=topic_id, isr=(), leader=-1, eligible_leader_replicas=(0,), last_known_elr=(0,),
+    )]
+    harness.clock.advance(harness.config.session_timeout_ms + 1)
+    mark = harness.offset()
+    harness.register(0, generation=1, unfence=False)  # the leader died uncleanly too: ISR and ELR are empty
+    assert _changes(harness, mark) == [mt.PartitionChangeRecord(
+        partition_id=0, topic_id=topic_id, eligible_leader_replicas=(),
+    )]
+    assert harness.partition("t", 0).last_known_elr == (0,)
+    mark = harness.offset()
+    harness.heartbeat(0)  # the last known leader is back
+    assert _changes(harness, mark) == [mt.PartitionChangeRecord(
+        partition_id=0, topic_id=topic_id, isr=(0,), leader=0, leader_recovery_state=1, last_known_elr=(),
     )]
 
 
@@ -96,8 +128,7 @@ def test_previous_broker_epoch_decides_whether_a_restart_keeps_the_elr(harness: 
     harness.heartbeat(0)  # the leader keeps its session; broker 1 lost its own
     mark = harness.offset()
     harness.register(1, generation=1, unfence=False, previous_broker_epoch=last_epoch if clean else last_epoch - 1)
-    unclean = [mt.PartitionChangeRecord(partition_id=0, topic_id=topic_id, eligible_leader_replicas=(2,),
-                                        last_known_elr=(1,))]
+    unclean = [mt.PartitionChangeRecord(partition_id=0, topic_id=topic_id, eligible_leader_replicas=(2,))]
     assert _changes(harness, mark) == ([] if clean else unclean)
     [registration] = [r for r in harness.records_after(mark) if type(r) is mt.RegisterBrokerRecord]
     assert registration.broker_id == 1 and registration.broker_epoch == harness.epochs[1] > last_epoch
