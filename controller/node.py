@@ -18,7 +18,6 @@ from controller.controller import QuorumController
 from controller.publisher import MetadataPublisher, PublisherConfig
 from controller.raft_log import RaftMetadataLog
 from controller.registration import (
-    CONTROLLER_LISTENER,
     ControllerRegistrationRequest,
     new_incarnation_id,
 )
@@ -26,6 +25,7 @@ from controller.snapshot_generator import SnapshotGenerator
 from controller.versions import SUPPORTED_FEATURES
 from raft.config import load_config
 from raft.server import QuorumServer
+from raft.voters import CONTROLLER_LISTENER
 from settings import ControllerFile, load_controller_file
 
 DEFAULT_CONTROLLER_CONFIG = Path("conf/controller.toml")
@@ -45,12 +45,11 @@ async def serve(quorum_config_path: Path, settings_path: Path, node_id: int, boo
     config = controller_config(settings_path, settings, node_id)
     server = QuorumServer(quorum_config, node_id)
     metadata_log = RaftMetadataLog(server.client, asyncio.get_running_loop())
-    registration = None
-    if node_id in quorum_config.voters:  # observers replicate the log but are no controllers
-        raft_host, raft_port = quorum_config.voters[node_id]
-        registration = ControllerRegistrationRequest(
-            node_id, new_incarnation_id(), [(CONTROLLER_LISTENER, raft_host, raft_port)], dict(SUPPORTED_FEATURES)
-        )
+    # Every controller registers (KIP-919): a voter, or an observer that may join the voters (KIP-853).
+    raft_host, raft_port = quorum_config.nodes[node_id]
+    registration = ControllerRegistrationRequest(
+        node_id, new_incarnation_id(), [(CONTROLLER_LISTENER, raft_host, raft_port)], dict(SUPPORTED_FEATURES)
+    )
     controller = QuorumController(
         metadata_log, config, controller_addresses=settings.admin.addresses,
         registration=registration, registration_sender=_registration_sender(settings),

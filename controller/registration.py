@@ -18,8 +18,6 @@ from records import metadata_types as mt
 from records.wire import uuid_from_text
 from replay.cluster import ControllerRegistration
 
-CONTROLLER_LISTENER = "CONTROLLER"
-
 
 @dataclass(frozen=True)
 class ControllerRegistrationRequest:
