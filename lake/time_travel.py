@@ -140,7 +140,8 @@ def _table_at(warehouse: Warehouse, name: str, checkpoint: int, offset: int) -> 
 def _apply_changes(current: pa.Table, changes: pa.Table, key: Sequence[str]) -> pa.Table:
     """`current` with the last change of each key in `changes` (in any order) applied, in Arrow throughout:
     rows whose key changed are dropped, then the last versions that are not deletions are added. Only key
-    columns and offsets are sorted and joined; the wide rows are copied once (a 1M-row image: 0.2 s)."""
+    columns and offsets are sorted and joined; the wide rows are copied once (1M rows and 226k changes:
+    0.6-0.9 s, against 1.5-2.5 s when every column was sorted and taken twice, same loaded machine)."""
     latest = changes.take(_last_version_rows(changes, key))
     current_keys = current.select(list(key)).append_column(_INDEX, _row_numbers(current))
     changed = current_keys.join(latest.select(list(key)), list(key), join_type="left semi")[_INDEX].to_numpy()
