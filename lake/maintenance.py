@@ -2,12 +2,12 @@
 
 Every table is appended to (or merged into) once per image, so without compaction its file count, and with
 it the cost of every write and read, would grow with the warehouse's age. The sink compacts a table as soon
-as it holds `compact_above_files` small files (one `optimize.compact` commit, atomic: readers see the files
-before or after it, both the same rows). `kraftlake maintain` does the rest for operators: compaction of
-whatever is small, a Delta checkpoint, removal of expired log files, and VACUUM. Time travel reads only the
-latest version of each table, so none of it takes an offset away; a VACUUM with a retention shorter than the
-longest running read may fail that read (never a later one). Each step is idempotent: a crash anywhere is
-finished by running maintenance again.
+as it holds `compact_above_files` small files beyond one per bucket (one `optimize.compact` commit, atomic:
+readers see the files before or after it, both the same rows). `kraftlake maintain` does the rest for
+operators: compaction of whatever is small, a Delta checkpoint, removal of expired log files, and VACUUM.
+Time travel reads only the latest version of each table, so none of it takes an offset away; a VACUUM with
+a retention shorter than the longest running read may fail that read (never a later one). Each step is
+idempotent: a crash anywhere is finished by running maintenance again.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class MaintenancePolicy:
     for long: a compaction rewrites at most `compact_above_files` small files of one table)."""
 
     checkpoint_min_rows: int = 10_000  # image checkpoint once the history since holds this many rows (or more)
-    compact_above_files: int = 16  # compact a table holding more small files than this
+    compact_above_files: int = 16  # compact a table holding more small files than this (beyond one a bucket)
     target_file_bytes: int = 8 * MIB  # compaction writes files up to this size; larger files are left alone
 
 
@@ -50,16 +50,23 @@ class TableReport:
 
 
 def small_files(table: DeltaTable, policy: MaintenancePolicy) -> int:
-    """How many of the table's active files are smaller than the compaction target."""
+    """How many of the table's active files compaction could merge away: its files smaller than the
+    compaction target, less one per Delta partition holding any (the current tables are partitioned by
+    bucket, and a compaction never merges files of two partitions; one small file per bucket is the layout)."""
     actions = pa.table(table.get_add_actions(flatten=True))
     if actions.num_rows == 0:
         return 0
-    return int(pc.sum(pc.less(actions["size_bytes"], policy.target_file_bytes)).as_py() or 0)
+    small = actions.filter(pc.less(actions["size_bytes"], policy.target_file_bytes))
+    partitions = [name for name in small.column_names if name.startswith("partition.")]
+    holding = len(small.group_by(partitions).aggregate([])) if partitions and small.num_rows else min(1, small.num_rows)
+    return small.num_rows - holding
 
 
 def compact_if_due(table: DeltaTable, policy: MaintenancePolicy, above: int | None = None) -> bool:
-    """Compact `table` when it holds more small files than `above` (default: the policy's); True if it did."""
-    if small_files(table, policy) <= (policy.compact_above_files if above is None else above):
+    """Compact `table` when compaction would merge away more than `above` files (default: the policy's
+    `compact_above_files`, less one); True if it did."""
+    limit = policy.compact_above_files - 1 if above is None else above
+    if small_files(table, policy) <= limit:
         return False
     table.optimize.compact(target_size=policy.target_file_bytes)
     return True
@@ -96,7 +103,7 @@ def maintain_table(
     """Compact every small file, checkpoint the Delta log, drop expired log files, vacuum."""
     table = warehouse.table(name)
     before = len(table.file_uris())
-    compact_if_due(table, policy, above=1)
+    compact_if_due(table, policy, above=0)
     failpoint("maintain.after_compact")
     table = warehouse.table(name)
     table.create_checkpoint()

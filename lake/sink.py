@@ -9,7 +9,9 @@ so a crash anywhere is repaired by replaying the same log and writing again.
 Costs follow the change, not the warehouse's age: an image checkpoint (every table's full rows) is written
 once the history since the last one holds as many rows as that checkpoint did (at least
 `checkpoint_min_rows`), so time travel reads one checkpoint plus a bounded stretch of history; a table is
-compacted once it holds `compact_above_files` files; a table handle is reopened every
+compacted once it holds `compact_above_files` files too many (per bucket, for the current tables); a current
+table's merge names the buckets it touches, so Delta rewrites only their files, and a current table whose
+size left its bucket count's range is re-bucketed in one overwrite; a table handle is reopened every
 `REOPEN_EVERY_COMMITS` commits (delta-rs's in-memory state of a long-open handle grows with every commit).
 """
 
@@ -30,15 +32,21 @@ from lake.maintenance import MaintenancePolicy, compact_if_due, prune_local_log
 from lake.warehouse import (
     BATCHES,
     BATCHES_SCHEMA,
+    BUCKET,
     CHECKPOINT_COLUMN,
     CHECKPOINTS,
     CHECKPOINTS_SCHEMA,
     HISTORY_COLUMNS,
     IMAGES,
     IMAGES_SCHEMA,
+    ROWS_PER_BUCKET,
     Warehouse,
+    buckets_for,
+    buckets_of,
     checkpoint_name,
     history_name,
+    partition_columns,
+    with_buckets,
 )
 from records import RecordBatch
 from replay.image import MetadataImage, Provenance
@@ -46,6 +54,10 @@ from replay.image import MetadataImage, Provenance
 DELETED = "_deleted"
 REOPEN_EVERY_COMMITS = 100
 PRUNE_EVERY_COMMITS = 10  # one listing of a local `_delta_log` (about 120 entries)
+# a current table is re-bucketed when its rows per bucket leave [ROWS_PER_BUCKET / SHRINK_BELOW,
+# ROWS_PER_BUCKET * GROW_ABOVE]: a table hovering at a size never flips between two counts
+GROW_ABOVE = 2
+SHRINK_BELOW = 8
 
 
 @dataclass(frozen=True)
@@ -101,6 +113,7 @@ class DeltaSink:
         self._tables: dict[str, DeltaTable] = {}
         self._commits: dict[str, int] = {}
         self._through: dict[str, int] = {}
+        self._buckets: dict[str, int] = {}  # bucket count of each current table that holds files
         self._history_rows = self._last_image_history_rows()
         self._checkpoint = self._last_checkpoint()
 
@@ -226,19 +239,34 @@ class DeltaSink:
         if not latest:
             return
         current = data if len(latest) == data.num_rows else data.take(latest)  # else: a key changed twice
-        if self._table(table).file_uris():
+        buckets = self._bucket_count(table)
+        if buckets is not None:
             source = current.drop_columns("from_offset").rename_columns([*spec.schema.names, DELETED])
+            source = with_buckets(source, table, buckets)
             yield TableWrite(table, source, provenance.offset, provenance, "sink.after_table", merge=True)
         else:  # nothing to merge with yet: append the rows that exist
             if pc.any(current["deleted"]).as_py():
                 current = current.filter(pc.invert(current["deleted"]))
             rows = current.select(spec.schema.names)
-            yield TableWrite(table, rows, provenance.offset, provenance, "sink.after_table")
+            buckets = self._buckets[table] = buckets_for(rows.num_rows)
+            yield TableWrite(table, with_buckets(rows, table, buckets), provenance.offset, provenance,
+                             "sink.after_table")
+
+    def _bucket_count(self, table: str) -> int | None:
+        """The bucket count of a current table, read from any of its files' bucket (None: it holds none)."""
+        if table not in self._buckets:
+            actions = pa.table(self._table(table).get_add_actions(flatten=True))
+            if actions.num_rows == 0:
+                return None
+            self._buckets[table] = buckets_of(actions[f"partition.{BUCKET.name}"][0].as_py())
+        return self._buckets[table]
 
     def _merge(self, write: TableWrite) -> None:
         spec = TABLES[write.table]
         delta_table = self._table(write.table)
-        predicate = " AND ".join(f"t.{column} = s.{column}" for column in spec.key)
+        touched = ", ".join(str(bucket) for bucket in pc.unique(write.data[BUCKET.name]).to_pylist())
+        keys = " AND ".join(f"t.{column} = s.{column}" for column in spec.key)
+        predicate = f"t.{BUCKET.name} IN ({touched}) AND {keys}"  # delta-rs reads and rewrites those buckets only
         (
             delta_table.merge(
                 write.data,
@@ -292,8 +320,26 @@ class DeltaSink:
 
     def _maintain(self, tables: Iterator[str] | Sequence[str]) -> None:
         for name in dict.fromkeys(tables):
-            if compact_if_due(self._table(name), self.policy):
-                self._tables.pop(name, None)  # a compacted table is reopened: its state starts small again
+            if (name in TABLES and self._rebucket_if_due(name)) or compact_if_due(self._table(name), self.policy):
+                self._tables.pop(name, None)  # a rewritten table is reopened: its state starts small again
+
+    def _rebucket_if_due(self, name: str) -> bool:
+        """Rewrite a current table with the bucket count its size calls for, once its rows per bucket left
+        the range that count is for; one overwrite commit, so readers see the old files or the new."""
+        table = self._table(name)
+        actions = pa.table(table.get_add_actions(flatten=True))
+        buckets = self._bucket_count(name)
+        if buckets is None or actions.num_rows == 0:
+            return False
+        rows = int(pc.sum(actions["num_records"]).as_py() or 0)
+        if ROWS_PER_BUCKET * buckets // SHRINK_BELOW <= rows <= ROWS_PER_BUCKET * buckets * GROW_ABOVE:
+            return False
+        wanted = self._buckets[name] = buckets_for(rows)
+        if wanted == buckets:
+            return False
+        data = with_buckets(table.to_pyarrow_table(), name, wanted)
+        write_deltalake(table, data, mode="overwrite", partition_by=partition_columns(name))  # keeps app txns
+        return True
 
     @staticmethod
     def warehouse_tables() -> list[str]:
@@ -302,7 +348,10 @@ class DeltaSink:
 
     def _append(self, name: str, data: pa.Table, offset: int, provenance: Provenance) -> None:
         table = self._table(name)
-        write_deltalake(table, data, mode="append", commit_properties=self._commit(name, offset, provenance))
+        write_deltalake(
+            table, data, mode="append", partition_by=partition_columns(name),
+            commit_properties=self._commit(name, offset, provenance),
+        )
         self._committed(name, offset)
 
     def _committed(self, name: str, offset: int) -> None:

@@ -11,6 +11,7 @@ image that was being written.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ from replay.canonical import canonical_json
 from replay.image import MetadataImage, Provenance
 
 _INDEX = "__kraftlake_row"
+READERS = 4  # tables read at once by `image_at_offset`
 
 
 class TimeTravelError(Exception):
@@ -123,24 +125,42 @@ def image_at_offset(warehouse: Warehouse, offset: int) -> WarehouseImage:
     if offset < first.offset and first.snapshot:
         raise TimeTravelError(f"offset {offset} is before the history this warehouse holds (from {first.offset})")
     since = _base_checkpoint(warehouse, offset)
-    tables = {}
-    for name, spec in TABLES.items():
-        base = _checkpoint_table(warehouse, name, since)
-        changes = _history_table(warehouse, name, since, offset)
-        tables[name] = _one_chunk(_apply_changes(base, changes, spec.key) if changes.num_rows else base)
+    with ThreadPoolExecutor(max_workers=READERS) as readers:  # delta-rs and Arrow release the GIL
+        tables = dict(zip(TABLES, readers.map(lambda name: _table_at(warehouse, name, since, offset), TABLES),
+                          strict=True))
     return WarehouseImage(_provenance(warehouse, images, offset), tables)
 
 
+def _table_at(warehouse: Warehouse, name: str, checkpoint: int, offset: int) -> pa.Table:
+    base = _checkpoint_table(warehouse, name, checkpoint)
+    changes = _history_rows(warehouse, name, checkpoint, offset)
+    return _one_chunk(_apply_changes(base, changes, TABLES[name].key) if changes.num_rows else base)
+
+
 def _apply_changes(current: pa.Table, changes: pa.Table, key: Sequence[str]) -> pa.Table:
-    """`current` with the last change of each key in `changes` (sorted by offset) applied, in Arrow throughout:
-    rows whose key changed are dropped, then the last versions that are not deletions are added."""
-    changes = changes.append_column(_INDEX, _row_numbers(changes))
-    last = changes.group_by(list(key), use_threads=False).aggregate([(_INDEX, "max")])
-    latest = changes.take(last[f"{_INDEX}_max"])
+    """`current` with the last change of each key in `changes` (in any order) applied, in Arrow throughout:
+    rows whose key changed are dropped, then the last versions that are not deletions are added. Only key
+    columns and offsets are sorted and joined; the wide rows are copied once (1M rows and 226k changes:
+    0.6-0.9 s, against 1.5-2.5 s when every column was sorted and taken twice, same loaded machine)."""
+    latest = changes.take(_last_version_rows(changes, key))
     current_keys = current.select(list(key)).append_column(_INDEX, _row_numbers(current))
-    kept = current_keys.join(latest.select(list(key)), list(key), join_type="left anti")
+    changed = current_keys.join(latest.select(list(key)), list(key), join_type="left semi")[_INDEX].to_numpy()
+    keep = np.ones(current.num_rows, dtype=bool)
+    keep[changed] = False
     upserts = latest.filter(pc.invert(latest["deleted"])).select(current.schema.names)
-    return pa.concat_tables([current.take(kept.sort_by(_INDEX)[_INDEX]), upserts.cast(current.schema)])
+    kept = current.filter(pa.array(keep)) if len(changed) else current
+    return pa.concat_tables([kept, upserts.cast(current.schema)])
+
+
+def _last_version_rows(changes: pa.Table, key: Sequence[str]) -> pa.Array:
+    """The row of each key's last version (highest `from_offset`; the later row of two at one offset), in
+    offset order."""
+    order = np.argsort(changes["from_offset"].to_numpy(), kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    ranked = changes.select(list(key)).append_column(_INDEX, pa.array(rank))
+    last = ranked.group_by(list(key), use_threads=False).aggregate([(_INDEX, "max")])
+    return pa.array(order[np.sort(last[f"{_INDEX}_max"].to_numpy())])
 
 
 def _one_chunk(table: pa.Table) -> pa.Table:
@@ -205,10 +225,14 @@ def _checkpoint_table(warehouse: Warehouse, name: str, checkpoint: int) -> pa.Ta
 
 
 def _history_table(warehouse: Warehouse, name: str, after: int, through: int) -> pa.Table:
-    table = warehouse.table(history_name(name)).to_pyarrow_table(
+    return _history_rows(warehouse, name, after, through).sort_by("from_offset")
+
+
+def _history_rows(warehouse: Warehouse, name: str, after: int, through: int) -> pa.Table:
+    """The table's history rows in (after, through], unordered: the filter prunes files by statistics."""
+    return warehouse.table(history_name(name)).to_pyarrow_table(
         filters=[("from_offset", ">", after), ("from_offset", "<=", through)]
     )
-    return table.sort_by("from_offset")
 
 
 def _provenance(warehouse: Warehouse, images: DeltaTable, offset: int) -> Provenance:

@@ -80,6 +80,7 @@ def store_errors(uri: str) -> Iterator[None]:
 
 def run_ingest(args: argparse.Namespace) -> int:
     from lake.ingest import ingest, terminal_progress
+    from lake.warehouse import WarehouseLayoutError
 
     if not args.directory.is_dir():
         raise UserFacingError(f"{args.directory}: not a directory")
@@ -89,6 +90,8 @@ def run_ingest(args: argparse.Namespace) -> int:
             result = ingest(args.directory, warehouse, image_every=args.image_every, progress=terminal_progress())
     except (RecordFormatError, ReplayError) as error:
         raise UserFacingError(f"{error} (nothing past the last good image was published; fix and rerun)") from None
+    except WarehouseLayoutError as error:
+        raise UserFacingError(str(error)) from None
     print(
         f"ingested offsets {result.first_offset}..{result.last_offset} into {warehouse.uri}: "
         f"{result.images_published} images published"

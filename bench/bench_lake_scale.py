@@ -1,0 +1,190 @@
+"""The warehouse at 1M partitions (issue 9): image commits, commit-to-image latency and time travel.
+
+The warehouse is bench_jobs's synthetic bootstrap (100k topics of 10 partitions, RF 3, 6 brokers), written
+by `lake.pipeline.MetadataPipeline` (the streaming job's path from decoded batches to Delta) with an image
+every 2,000 batches, as a job catching up in micro-batches would. Then the steady state: bench_jobs's `Churn`
+(PartitionChangeRecords of 1-5 ISR shrinks/expands and leader moves each, on random partitions) arrives at
+random moments, about 100 partition changes a second, and a 1 s processing-time trigger hands whatever has
+arrived to the pipeline (decode, replay, `commit()`: history append, merge into the current tables,
+`batches`, `images`), the next trigger starting at once when one overran, as Spark's does.
+
+(a) image commit: `MetadataPipeline.commit()` of one trigger's image (~100 partition changes), p50.
+    Goal <= 0.5 s.
+(b) time travel: `lake.time_travel.image_at_offset` at an offset inside the churn that no image was published
+    at (the newest image checkpoint plus the history since), median of 5; checked once at the last offset
+    against the pipeline's in-memory image. The Arrow image only: `kraftlake image --json` also converts
+    it to Python objects and JSON (timed apart, below). Goal <= 2 s.
+(c) commit to image: from a batch's arrival (the moment it is in this process, decoded bytes ready: the
+    stand-in for its append to the topic) to the end of the `commit()` that published an image covering
+    it, p50. In the loop: the wait for the trigger, decoding, replay and every Delta commit. Not in it: no
+    broker and no Spark (the Kafka read and the Arrow transfer to the driver, about 0.1-0.3 s a micro-batch
+    in bench_jobs's steady state at 100k), and no reader's poll of `images`. Goal <= 2 s.
+
+Wall-clock times on a shared machine: the load average is noted.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from bench.bench_jobs import Churn, ControllerLog, controller_log
+from image_schema.tables import TABLES
+from lake.gc_pause import paused_collector
+from lake.pipeline import MetadataPipeline
+from lake.time_travel import image_at_offset, last_published_offset
+from lake.warehouse import Warehouse
+from records import RecordBatch
+from records.batch import decode_batch
+
+PARTITIONS = 1_000_000
+BOOTSTRAP_BATCHES_PER_IMAGE = 2_000
+CHANGES_PER_SECOND = 100
+TRIGGER_S = 1.0
+WARMUP_TRIGGERS = 5
+MEASURED_TRIGGERS = 60
+TIME_TRAVEL_REPEAT = 5
+GOAL_COMMIT_S = 0.5
+GOAL_TIME_TRAVEL_S = 2.0
+GOAL_LATENCY_S = 2.0
+
+
+def _row(name: str, value: Any, unit: str = "s", notes: str = "") -> dict[str, Any]:
+    return {"name": name, "value": value, "unit": unit, "notes": notes}
+
+
+def _goal(name: str, value: float, goal: float) -> dict[str, Any]:
+    return _row(f"goal: {name} <= {goal:g} s", "met" if value <= goal else "NOT met", "", f"{value:.2f} s")
+
+
+def _p(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def build(log: ControllerLog, root: Path) -> tuple[Warehouse, MetadataPipeline]:
+    warehouse = Warehouse(root / "warehouse")
+    pipeline = MetadataPipeline(warehouse)
+    with paused_collector():
+        for number, raw in enumerate(log.batches):
+            pipeline.load(decode_batch(raw))
+            if number % BOOTSTRAP_BATCHES_PER_IMAGE == BOOTSTRAP_BATCHES_PER_IMAGE - 1:
+                pipeline.commit()
+        pipeline.commit()
+    return warehouse, pipeline
+
+
+def arrivals(log: ControllerLog, seconds: int) -> list[tuple[float, bytes]]:
+    """Churn batches and their arrival times (seconds from the start), ~CHANGES_PER_SECOND changes a second."""
+    churn, rng = Churn(log), random.Random(11)
+    timed: list[tuple[float, bytes]] = []
+    for second in range(seconds):
+        changes, raws = 0, []
+        while changes < CHANGES_PER_SECOND:
+            raw, batch = churn.batch()
+            changes += len(batch.records)
+            raws.append(raw)
+        moments = sorted(second + rng.random() for _ in raws)  # in offset order, as the log appends them
+        timed += zip(moments, raws, strict=True)
+    return timed
+
+
+def steady_state(pipeline: MetadataPipeline, timed: list[tuple[float, bytes]]) -> dict[str, list[float]]:
+    """Run the 1 s trigger over `timed` in real time; per trigger: commit time and changes, per batch latency."""
+    figures: dict[str, list[float]] = {"commit": [], "changes": [], "latency": [], "trigger": []}
+    start = time.monotonic()
+    next_trigger, taken, number = start + TRIGGER_S, 0, 0
+    while taken < len(timed):
+        time.sleep(max(0.0, next_trigger - time.monotonic()))
+        now = time.monotonic() - start
+        ready = [pair for pair in timed[taken:] if pair[0] <= now]
+        taken += len(ready)
+        began = time.monotonic()
+        with paused_collector():
+            batches: list[RecordBatch] = [decode_batch(raw) for _, raw in ready]
+            for batch in batches:
+                pipeline.load(batch)
+            committing = time.monotonic()
+            pipeline.commit()
+        done = time.monotonic()
+        number += 1
+        if number > WARMUP_TRIGGERS and batches:
+            figures["commit"].append(done - committing)
+            figures["trigger"].append(done - began)
+            figures["changes"].append(sum(len(b.records) for b in batches))
+            figures["latency"] += [done - start - arrived for arrived, _ in ready]
+        next_trigger = max(next_trigger + TRIGGER_S, time.monotonic())
+    return figures
+
+
+def _sorted_rows(table: pa.Table, key: tuple[str, ...]) -> pa.Table:
+    return table.sort_by([(column, "ascending") for column in key])
+
+
+def time_travel(warehouse: Warehouse, pipeline: MetadataPipeline, churn_from: int) -> list[dict[str, Any]]:
+    last = last_published_offset(warehouse)
+    checked = image_at_offset(warehouse, last)
+    for name, spec in TABLES.items():
+        expected = spec.arrow([values for _, values in spec.image_rows(pipeline.image)])
+        if not _sorted_rows(checked.tables[name], spec.key).equals(_sorted_rows(expected, spec.key)):
+            raise RuntimeError(f"time travel to {last}: table {name} differs from the pipeline's image")
+    offset = (churn_from + last) // 2 + 1  # inside a trigger's batches: no image was published there
+    times = []
+    for _ in range(TIME_TRAVEL_REPEAT):
+        start = time.perf_counter()
+        image = image_at_offset(warehouse, offset)
+        times.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    image.to_image()
+    to_image = time.perf_counter() - start
+    seconds = statistics.median(times)
+    partitions = image.tables["partitions"].num_rows
+    return [
+        _row(f"(b) time travel: {partitions:,}-partition image at offset {offset:,}", seconds,
+             notes=f"median of {TIME_TRAVEL_REPEAT}: {', '.join(f'{t:.2f}' for t in times)}; "
+             f"equal to the pipeline's image at offset {last:,}"),
+        _row("    then the image as Python objects (`to_image`, as `kraftlake image` does)", to_image),
+        _goal("(b) time travel", seconds, GOAL_TIME_TRAVEL_S),
+    ]
+
+
+def run() -> list[dict[str, Any]]:
+    rows = [_row("load average at start", os.getloadavg()[0], "")]
+    log = controller_log(PARTITIONS)
+    with tempfile.TemporaryDirectory(prefix="bench-lake-scale-") as scratch:
+        start = time.perf_counter()
+        warehouse, pipeline = build(log, Path(scratch))
+        files = len(warehouse.table("partitions").file_uris())
+        rows.append(_row(f"build: {PARTITIONS:,}-partition bootstrap, image every "
+                         f"{BOOTSTRAP_BATCHES_PER_IMAGE:,} batches", time.perf_counter() - start,
+                         notes=f"`partitions` current table: {files:,} files"))
+        churn_from = log.next_offset
+        figures = steady_state(pipeline, arrivals(log, WARMUP_TRIGGERS + MEASURED_TRIGGERS))
+        commit, latency = statistics.median(figures["commit"]), statistics.median(figures["latency"])
+        images = len(figures["commit"])
+        rows += [
+            _row("(a) image commit, p50", commit, notes=(
+                f"{images} images of {statistics.median(figures['changes']):.0f} partition changes (median)")),
+            _row("(a) image commit, p95", _p(figures["commit"], 0.95)),
+            _row("(a) image commit, max", max(figures["commit"])),
+            _goal("(a) image commit p50", commit, GOAL_COMMIT_S),
+            _row("(c) commit to image, p50", latency, notes=f"{len(figures['latency']):,} batches, 1 s trigger"),
+            _row("(c) commit to image, p95", _p(figures["latency"], 0.95)),
+            _row("(c) commit to image, max", max(figures["latency"])),
+            _row("    trigger's work (decode, replay, commit), p50", statistics.median(figures["trigger"])),
+            _goal("(c) commit to image p50", latency, GOAL_LATENCY_S),
+        ]
+        rows += time_travel(warehouse, pipeline, churn_from)
+        files = len(warehouse.table("partitions").file_uris())
+        rows.append(_row("`partitions` current table at the end", files, "files", notes=(
+            f"{math.ceil(PARTITIONS / max(files, 1)):,} rows a file on average")))
+    rows.append(_row("load average at the end", os.getloadavg()[0], ""))
+    return rows
