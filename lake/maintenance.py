@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from failpoints import failpoint
-from lake.warehouse import Warehouse, all_tables
+from lake.warehouse import Warehouse, all_tables, writer_properties
 
 MIB = 1024 * 1024
 
@@ -55,7 +55,7 @@ def compact_if_due(table: DeltaTable, policy: MaintenancePolicy, above: int | No
     """Compact `table` when it holds more small files than `above` (default: the policy's); True if it did."""
     if small_files(table, policy) <= (policy.compact_above_files if above is None else above):
         return False
-    table.optimize.compact(target_size=policy.target_file_bytes)
+    table.optimize.compact(target_size=policy.target_file_bytes, writer_properties=writer_properties())
     return True
 
 

@@ -39,6 +39,7 @@ from lake.warehouse import (
     Warehouse,
     checkpoint_name,
     history_name,
+    writer_properties,
 )
 from records import RecordBatch
 from replay.image import MetadataImage, Provenance
@@ -301,7 +302,8 @@ class DeltaSink:
 
     def _append(self, name: str, data: pa.Table, offset: int, provenance: Provenance) -> None:
         table = self._table(name)
-        write_deltalake(table, data, mode="append", commit_properties=self._commit(name, offset, provenance))
+        write_deltalake(table, data, mode="append", commit_properties=self._commit(name, offset, provenance),
+                        writer_properties=writer_properties())
         self._committed(name, offset)
 
     def _committed(self, name: str, offset: int) -> None:

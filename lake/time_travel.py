@@ -105,9 +105,10 @@ def _base_checkpoint(warehouse: Warehouse, offset: int) -> int:
     return pc.max(found["offset"]).as_py() if found.num_rows else -1
 
 
-def image_at_offset(warehouse: Warehouse, offset: int) -> WarehouseImage:
-    """Each table at `offset`: the newest image checkpoint at or before it plus the history rows since, both
-    read from the tables' latest versions with filters that prune by file statistics."""
+def checkpoint_for(warehouse: Warehouse, offset: int) -> int:
+    """The image checkpoint the image at `offset` is rebuilt from (-1: the empty image), once the warehouse
+    can answer for `offset` (TimeTravelError otherwise). The image is that checkpoint's rows with each key's
+    last history version in (checkpoint, offset] applied."""
     last = last_published_offset(warehouse)
     if last < 0:
         raise TimeTravelError("the warehouse has no published image yet")
@@ -116,7 +117,13 @@ def image_at_offset(warehouse: Warehouse, offset: int) -> WarehouseImage:
     first = first_image(warehouse)
     if offset < first.offset and first.snapshot:
         raise TimeTravelError(f"offset {offset} is before the history this warehouse holds (from {first.offset})")
-    since = _base_checkpoint(warehouse, offset)
+    return _base_checkpoint(warehouse, offset)
+
+
+def image_at_offset(warehouse: Warehouse, offset: int) -> WarehouseImage:
+    """Each table at `offset`: the newest image checkpoint at or before it plus the history rows since, both
+    read from the tables' latest versions with filters that prune by file statistics."""
+    since = checkpoint_for(warehouse, offset)
     tables = {}
     for name, spec in TABLES.items():
         base = _checkpoint_table(warehouse, name, since)
@@ -148,6 +155,12 @@ def _row_numbers(table: pa.Table) -> pa.Array:
 
 def image_at_time(warehouse: Warehouse, time_ms: int) -> WarehouseImage:
     """The image after the last batch appended at or before `time_ms` (capped at the last image)."""
+    return image_at_offset(warehouse, image_offset_at_time(warehouse, time_ms))
+
+
+def image_offset_at_time(warehouse: Warehouse, time_ms: int) -> int:
+    """The offset of the image `image_at_time` reads: the last one appended at or before `time_ms`, capped
+    at the last published image."""
     last = last_published_offset(warehouse)
     if last < 0:
         raise TimeTravelError("the warehouse has no published image yet")
@@ -157,7 +170,7 @@ def image_at_time(warehouse: Warehouse, time_ms: int) -> WarehouseImage:
         if not (first.snapshot and first.log_time_ms <= time_ms):
             raise TimeTravelError(f"no metadata was committed at or before {time_ms} ms")
         offset = first.offset
-    return image_at_offset(warehouse, min(offset, last))
+    return min(offset, last)
 
 
 def _last_offset_at(warehouse: Warehouse, time_ms: int) -> int | None:
