@@ -24,6 +24,7 @@ from confluent_kafka import Consumer, TopicPartition
 from brokersim.simulator import BrokerSimulator, SimulationConfig
 from controller.admin_client import AdminClient
 from controller.publisher import PublisherConfig, resume_offset
+from jobs.kafka_source import message_value
 from kraftlake.broker import LocalBroker
 from raft.server import describe_quorum
 from records import decode_batch
@@ -84,7 +85,7 @@ class Cluster:
                 message = consumer.poll(30)
                 if message is None or message.error() is not None:
                     raise RuntimeError(f"cannot read {self.topic}: {message and message.error()}")
-                batch = decode_batch(message.value())
+                batch = decode_batch(message_value(message))
                 if start <= batch.base_offset < end and batch.base_offset not in seen and not batch.is_control:
                     seen.add(batch.base_offset)
                     batches += 1

@@ -46,7 +46,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from deltalake import DeltaTable
 
 from image_schema.changes import ChangeRecorder
-from jobs.kafka_source import RECEIVE_MAX_BYTES
+from jobs.kafka_source import RECEIVE_MAX_BYTES, message_value
 from jobs.materialize import MaterializeConfig, MicroBatchWriter, collect_messages, decode_messages, local_spark
 from jobs.materialize import start_query as start_materialize
 from kraftlake.broker import LocalBroker
@@ -225,11 +225,12 @@ def consume_all(bootstrap: str, topic: str, count: int) -> int:
         deadline = time.monotonic() + 300
         while got < count and time.monotonic() < deadline:
             for message in consumer.consume(min(10_000, count - got), 1.0):
-                if message.error() is None:
+                error = message.error()
+                if error is None:
                     got += 1
-                    size += len(message.value())
-                elif message.error().fatal():
-                    raise RuntimeError(str(message.error()))
+                    size += len(message_value(message))
+                elif error.fatal():
+                    raise RuntimeError(str(error))
     finally:
         consumer.close()
     if got != count:
@@ -272,7 +273,7 @@ def running_broker(root: Path) -> Iterator[LocalBroker]:
 
 def _config(broker: LocalBroker, topic: str, root: Path, available_now: bool) -> MaterializeConfig:
     return MaterializeConfig(
-        bootstrap_servers=broker.bootstrap_servers, topic=topic, warehouse=root / "warehouse",
+        bootstrap_servers=broker.bootstrap_servers, topic=topic, warehouse=str(root / "warehouse"),
         checkpoint=root / "checkpoint", trigger_seconds=1.0, available_now=available_now,
     )
 
@@ -400,6 +401,13 @@ class ImagePoller:
     def first_covering(self, offset: int) -> float | None:
         return next((at for at, published in self.seen if published >= offset), None)
 
+    def covered_at(self, offset: int) -> float:
+        """When an image covering `offset` was first seen (the run waited for the last one)."""
+        at = self.first_covering(offset)
+        if at is None:
+            raise RuntimeError(f"no image covering offset {offset} was seen")
+        return at
+
 
 def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
@@ -446,7 +454,7 @@ def steady_state_and_time_travel(spark: Any, log: ControllerLog) -> list[dict[st
                 client.close()
         finally:
             query.stop()
-        latencies = sorted(poller.first_covering(offset) - at for at, offset in appended)
+        latencies = sorted(poller.covered_at(offset) - at for at, offset in appended)
         p50, p95 = statistics.median(latencies), latencies[int(0.95 * (len(latencies) - 1))]
         steady = writer.micro_batches[bootstrap_batches:]
         images = published_images(warehouse)

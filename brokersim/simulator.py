@@ -267,12 +267,7 @@ class BrokerSimulator:
             isr.append(self.rng.choice(outside))  # expand: a follower caught up
         elif len(isr) > 1:
             isr.remove(self.rng.choice([r for r in isr if r != leader.broker_id]))  # shrink: a follower lags
-        self._call("alter-partition", "alter-partition", {
-            "broker_id": leader.broker_id, "broker_epoch": leader.epoch, "changes": [{
-                "topic": topic, "partition": int(partition_id), "leader_epoch": state["leaderEpoch"],
-                "partition_epoch": state["partitionEpoch"], "isr": isr,
-            }],
-        })
+        self._alter_partition(leader, topic, int(partition_id), state, isr)
 
     def alter_isr(self, topic: str, partition_id: int, isr: list[int]) -> Any:
         """The partition's leader proposes `isr` (AlterPartition); the controller's outcome, or None."""
@@ -280,6 +275,12 @@ class BrokerSimulator:
         leader = next((b for b in self._live() if b.broker_id == state["leader"]), None)
         if leader is None:
             return None
+        return self._alter_partition(leader, topic, partition_id, state, isr)
+
+    def _alter_partition(
+        self, leader: SimulatedBroker, topic: str, partition_id: int, state: dict[str, Any], isr: list[int]
+    ) -> Any:
+        """AlterPartition from `leader`, at the leader and partition epochs of `state` (as described)."""
         return self._call("alter-partition", "alter-partition", {
             "broker_id": leader.broker_id, "broker_epoch": leader.epoch, "changes": [{
                 "topic": topic, "partition": partition_id, "leader_epoch": state["leaderEpoch"],

@@ -297,16 +297,32 @@ def _read_range(options: KafkaSourceOptions, task: KafkaRange) -> Iterator[pa.Re
         consumer.close()
 
 
+def message_offset(message: Message) -> int:
+    """The offset of a consumed message or partition-EOF event (librdkafka leaves it unset on neither)."""
+    offset = message.offset()
+    if offset is None:
+        raise KafkaSourceError(f"a consumed message of {message.topic()} has no offset")
+    return offset
+
+
+def message_value(message: Message) -> bytes:
+    """The value of a consumed metadata message: a record batch, never empty (a tombstone is corruption)."""
+    value = message.value()
+    if value is None:
+        raise KafkaSourceError(f"{message.topic()} offset {message.offset()}: a message without a value")
+    return value
+
+
 def _take(message: Message, task: KafkaRange, rows: _Rows, position: int, where: str) -> int:
     """Add a message to `rows` if it is in range; return the next position to read from."""
     error = message.error()
     if error is not None:
         if error.code() == KafkaError._PARTITION_EOF:
-            return max(position, message.offset())
+            return max(position, message_offset(message))
         if error.code() in _TRANSIENT or error.retriable():  # librdkafka retries; the timeout bounds it
             return position
         raise KafkaSourceError(f"{where}: reading from offset {position} failed: {error.str()}")
-    offset = message.offset()
+    offset = message_offset(message)
     if offset >= task.end:
         return offset
     rows.add(message)
@@ -331,7 +347,7 @@ class _Rows:
     def add(self, message: Message) -> None:
         key, value = message.key(), message.value()
         timestamp = message.timestamp()[1]
-        self.offsets.append(message.offset())
+        self.offsets.append(message_offset(message))
         self.keys.append(key)
         self.values.append(value)
         self.timestamps.append(None if timestamp < 0 else timestamp)

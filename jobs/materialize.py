@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from jobs.kafka_source import RECEIVE_MAX_BYTES, SOURCE_NAME, KafkaSource
+from jobs.kafka_source import RECEIVE_MAX_BYTES, SOURCE_NAME, KafkaSource, message_offset, message_value
 from jobs.store_errors import describe_store_error
 from lake.gc_pause import paused_collector
 from lake.pipeline import MetadataPipeline
@@ -232,13 +232,15 @@ def read_topic(config: MaterializeConfig, end_kafka_offset: int) -> Iterator[Top
                     f"rebuilding state: no message from {config.bootstrap_servers} topic {config.topic} "
                     f"at Kafka offset {position} within {REBUILD_TIMEOUT_S:.0f} s"
                 )
-            if message.error():
-                if message.error().code() == KafkaError._PARTITION_EOF:
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
                     continue
-                raise MaterializeError(f"rebuilding state from {config.bootstrap_servers}: {message.error()}")
-            position = message.offset() + 1
-            if message.offset() < end_kafka_offset:
-                yield TopicMessage(message.offset(), message.key(), message.value())
+                raise MaterializeError(f"rebuilding state from {config.bootstrap_servers}: {error}")
+            offset = message_offset(message)
+            position = offset + 1
+            if offset < end_kafka_offset:
+                yield TopicMessage(offset, message.key(), message_value(message))
     finally:
         consumer.close()
 

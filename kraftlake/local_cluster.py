@@ -18,6 +18,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from controller.admin_client import AdminClient, AdminError
+from jobs.kafka_source import message_value
 from kraftlake.broker import LocalBroker
 from raft.config import load_config
 from raft.server import AppendSession
@@ -187,6 +188,6 @@ class LocalCluster:
             message = consumer.poll(10)
             if message is None or message.error():
                 return -1
-            return decode_batch(message.value()).last_offset
+            return decode_batch(message_value(message)).last_offset
         finally:
             consumer.close()

@@ -12,8 +12,11 @@ finished by running maintenance again.
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,6 +26,9 @@ from failpoints import failpoint
 from lake.warehouse import Warehouse, all_tables, writer_properties
 
 MIB = 1024 * 1024
+# A Delta log entry of a version: its commit, its checksum or a (possibly multi-part) checkpoint.
+KEEP_LOG_VERSIONS = 100
+_LOG_ENTRY = re.compile(r"^(\d{20})\.(json|crc|checkpoint(\.\d+\.\d+)?\.parquet)$")
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,31 @@ def compact_if_due(table: DeltaTable, policy: MaintenancePolicy, above: int | No
     return True
 
 
+def prune_local_log(table_path: str, keep_versions: int = KEEP_LOG_VERSIONS) -> int:
+    """Delete the `_delta_log` entries of a local table older than its newest Delta checkpoint that is at
+    least `keep_versions` behind its last version; the number deleted.
+
+    delta-rs lists a local `_delta_log` whole on every commit and every open (object stores list from the
+    checkpoint on), so a log kept by age costs more the faster commits come: 5 minutes of log is 300
+    commits at an image a second, thousands while a backlog is caught up. Counting versions keeps it
+    bounded at any rate. Opening the latest version needs only the newest checkpoint and the commits after
+    it; the margin lets a handle up to `keep_versions` behind still catch up incrementally. Time travel
+    never reads an old Delta version, so no offset goes away with these files."""
+    log = Path(table_path) / "_delta_log"
+    entries = [(int(match[1]), name) for name in os.listdir(log) if (match := _LOG_ENTRY.match(name))]
+    if not entries:
+        return 0
+    newest = max(version for version, _ in entries)
+    checkpoints = [version for version, name in entries if "checkpoint" in name and version <= newest - keep_versions]
+    if not checkpoints:
+        return 0
+    keep_from = max(checkpoints)
+    stale = [name for version, name in entries if version < keep_from]
+    for name in stale:
+        (log / name).unlink(missing_ok=True)
+    return len(stale)
+
+
 def maintain_table(
     warehouse: Warehouse, name: str, policy: MaintenancePolicy, retention_hours: int | None
 ) -> TableReport:
@@ -71,8 +102,10 @@ def maintain_table(
     table.create_checkpoint()
     failpoint("maintain.after_checkpoint")
     table.cleanup_metadata()
-    vacuumed = table.vacuum(
-        retention_hours=retention_hours, dry_run=False, enforce_retention_duration=retention_hours is None
+    if warehouse.is_local:
+        prune_local_log(warehouse.table_uri(name))
+    vacuumed = table.vacuum(  # full: also the files whose tombstones a checkpoint no longer carries
+        retention_hours=retention_hours, dry_run=False, enforce_retention_duration=retention_hours is None, full=True
     )
     failpoint("maintain.after_vacuum")
     return TableReport(name, before, len(warehouse.table(name).file_uris()), len(vacuumed))
@@ -85,7 +118,7 @@ def maintain(
     progress: Callable[[TableReport], None] | None = None,
 ) -> list[TableReport]:
     """Maintain every table of the warehouse. `retention_hours` None: the tables' own
-    `delta.deletedFileRetentionDuration` (1 day); lower values are allowed, for an operator who knows no
+    `delta.deletedFileRetentionDuration` (1 hour); lower values are allowed, for an operator who knows no
     read runs that long."""
     reports = []
     for name in all_tables():

@@ -26,7 +26,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from failpoints import failpoint
 from image_schema.changes import RowVersion
 from image_schema.tables import TABLES, Row
-from lake.maintenance import MaintenancePolicy, compact_if_due
+from lake.maintenance import MaintenancePolicy, compact_if_due, prune_local_log
 from lake.warehouse import (
     BATCHES,
     BATCHES_SCHEMA,
@@ -46,6 +46,7 @@ from replay.image import MetadataImage, Provenance
 
 DELETED = "_deleted"
 REOPEN_EVERY_COMMITS = 100
+PRUNE_EVERY_COMMITS = 10  # one listing of a local `_delta_log` (about 120 entries)
 
 
 @dataclass(frozen=True)
@@ -308,8 +309,11 @@ class DeltaSink:
 
     def _committed(self, name: str, offset: int) -> None:
         """Note the commit (delta-rs already moved the handle to it); reopen the handle every
-        REOPEN_EVERY_COMMITS commits, as a long-open one gets slower with every commit."""
+        REOPEN_EVERY_COMMITS commits, as a long-open one gets slower with every commit, and prune a local
+        table's log every PRUNE_EVERY_COMMITS, as delta-rs lists it whole on every commit."""
         self._through[name] = offset
         count = self._commits[name] = self._commits.get(name, 0) + 1
         if count % REOPEN_EVERY_COMMITS == 0:
             self._tables.pop(name, None)
+        if count % PRUNE_EVERY_COMMITS == 0 and self.warehouse.is_local:
+            prune_local_log(self.warehouse.table_uri(name))

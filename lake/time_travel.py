@@ -93,7 +93,10 @@ def latest_image(warehouse: Warehouse) -> ImageRow:
 
 def first_image(warehouse: Warehouse) -> ImageRow:
     """The first published image: where the warehouse's history starts (a snapshot, or offset 0's log)."""
-    table = warehouse.table(IMAGES)
+    return _first_image(warehouse.table(IMAGES))
+
+
+def _first_image(table: DeltaTable) -> ImageRow:
     first = _offset_bound(table, pc.min, "min.offset", -1)
     return _image_row(table.to_pyarrow_table(filters=[("offset", "=", first)]).to_pylist()[0])
 
@@ -109,12 +112,17 @@ def checkpoint_for(warehouse: Warehouse, offset: int) -> int:
     """The image checkpoint the image at `offset` is rebuilt from (-1: the empty image), once the warehouse
     can answer for `offset` (TimeTravelError otherwise). The image is that checkpoint's rows with each key's
     last history version in (checkpoint, offset] applied."""
-    last = last_published_offset(warehouse)
+    _require(warehouse)
+    return _checkpoint_for(warehouse, warehouse.table(IMAGES), offset)
+
+
+def _checkpoint_for(warehouse: Warehouse, images: DeltaTable, offset: int) -> int:
+    last = _offset_bound(images, pc.max, "max.offset", -1)
     if last < 0:
         raise TimeTravelError("the warehouse has no published image yet")
     if offset > last:
         raise TimeTravelError(f"offset {offset} is past the last published image (offset {last})")
-    first = first_image(warehouse)
+    first = _first_image(images)
     if offset < first.offset and first.snapshot:
         raise TimeTravelError(f"offset {offset} is before the history this warehouse holds (from {first.offset})")
     return _base_checkpoint(warehouse, offset)
@@ -122,14 +130,17 @@ def checkpoint_for(warehouse: Warehouse, offset: int) -> int:
 
 def image_at_offset(warehouse: Warehouse, offset: int) -> WarehouseImage:
     """Each table at `offset`: the newest image checkpoint at or before it plus the history rows since, both
-    read from the tables' latest versions with filters that prune by file statistics."""
-    since = checkpoint_for(warehouse, offset)
+    read from the tables' latest versions with filters that prune by file statistics. `images` is opened
+    once: it commits with every image, so opening it costs the most."""
+    _require(warehouse)
+    images = warehouse.table(IMAGES)
+    since = _checkpoint_for(warehouse, images, offset)
     tables = {}
     for name, spec in TABLES.items():
         base = _checkpoint_table(warehouse, name, since)
         changes = _history_table(warehouse, name, since, offset)
         tables[name] = _one_chunk(_apply_changes(base, changes, spec.key) if changes.num_rows else base)
-    return WarehouseImage(_provenance(warehouse, offset), tables)
+    return WarehouseImage(_provenance(warehouse, images, offset), tables)
 
 
 def _apply_changes(current: pa.Table, changes: pa.Table, key: Sequence[str]) -> pa.Table:
@@ -218,7 +229,7 @@ def _history_table(warehouse: Warehouse, name: str, after: int, through: int) ->
     return table.sort_by("from_offset")
 
 
-def _provenance(warehouse: Warehouse, offset: int) -> Provenance:
+def _provenance(warehouse: Warehouse, images: DeltaTable, offset: int) -> Provenance:
     """Epoch and append time of the batch holding `offset` (or of the snapshot image ending there)."""
     found = warehouse.table(BATCHES).to_pyarrow_table(
         filters=[("base_offset", "<=", offset), ("last_offset", ">=", offset)]
@@ -226,7 +237,7 @@ def _provenance(warehouse: Warehouse, offset: int) -> Provenance:
     if found.num_rows:
         batch = found.to_pylist()[0]
         return Provenance(offset, batch["epoch"], batch["append_time_ms"], batch["last_offset"] == offset)
-    image = warehouse.table(IMAGES).to_pyarrow_table(filters=[("offset", "=", offset)]).to_pylist()
+    image = images.to_pyarrow_table(filters=[("offset", "=", offset)]).to_pylist()
     if image:
         return Provenance(offset, image[0]["epoch"], image[0]["log_time_ms"], True)
     return Provenance(offset, -1, -1, False)

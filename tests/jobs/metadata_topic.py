@@ -11,6 +11,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
+from jobs.kafka_source import message_offset, message_value
 from jobs.materialize import MaterializeConfig, MicroBatchWriter, TopicMessage
 from records import RecordBatch, encode_batch
 
@@ -30,7 +31,7 @@ def topic_messages(bootstrap: str, topic: str) -> list[TopicMessage]:
         while len(out) < high - low:
             message = consumer.poll(30)
             assert message is not None and message.error() is None, message and message.error()
-            out.append(TopicMessage(message.offset(), message.key(), message.value()))
+            out.append(TopicMessage(message_offset(message), message.key(), message_value(message)))
         return out
     finally:
         consumer.close()
@@ -39,7 +40,7 @@ def topic_messages(bootstrap: str, topic: str) -> list[TopicMessage]:
 def drain(bootstrap: str, topic: str, warehouse: Path, micro_batch: int, single_first: int = 0) -> None:
     """What the streaming job writes when its micro-batches hold `micro_batch` messages (after
     `single_first` micro-batches of one message each), without Spark: the driver's writer fed directly."""
-    writer = MicroBatchWriter(MaterializeConfig(bootstrap, topic, warehouse, warehouse.parent / "unused"))
+    writer = MicroBatchWriter(MaterializeConfig(bootstrap, topic, str(warehouse), warehouse.parent / "unused"))
     messages = topic_messages(bootstrap, topic)
     bounds = [*range(single_first), *range(single_first, len(messages), micro_batch), len(messages)]
     for start, stop in pairwise(bounds):

@@ -28,8 +28,11 @@ from replay.log_replay import replay_paths
 
 
 @pytest.fixture(scope="module")
-def published_log(kafka_broker, tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalCluster, Path]:
-    """Run the workload once; returns the cluster (stopped) and the log directory of a node."""
+def published_log(
+    kafka_broker, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[LocalCluster, Path, tuple[int, int]]:
+    """Run the workload once; returns the cluster (stopped), the log directory of a node and the offsets
+    where the reassignment and the ELR election happened."""
     root = tmp_path_factory.mktemp("cluster")
     cluster = LocalCluster(root, kafka_broker, max_records_per_batch=50, topic=f"e2e-{root.name}")
     cluster.start()
@@ -89,7 +92,9 @@ def _job(cluster: LocalCluster, tmp_path: Path, *extra: str) -> list[str]:
 
 
 def _transaction_offsets(log_dir: Path) -> dict[str, list[int]]:
-    markers = {mt.BeginTransactionRecord: "begin", mt.EndTransactionRecord: "end", mt.AbortTransactionRecord: "abort"}
+    markers: dict[type, str] = {
+        mt.BeginTransactionRecord: "begin", mt.EndTransactionRecord: "end", mt.AbortTransactionRecord: "abort"
+    }
     found: dict[str, list[int]] = {"begin": [], "end": [], "abort": []}
     for batch in MetadataLogDir(log_dir).log_batches():
         for record in batch.records:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,7 +12,7 @@ from jobs.materialize import MaterializeConfig, MaterializeError, run
 from lake.pipeline import MetadataPipeline
 from lake.time_travel import changes_between, image_at_offset, published_images
 from lake.warehouse import Warehouse
-from records import make_batch, read_batches
+from records import RecordBatch, make_batch, read_batches
 from records import metadata_types as mt
 from replay.canonical import canonical_json
 from replay.errors import ReplayError
@@ -28,7 +29,7 @@ def _config(broker, topic: str, tmp_path: Path, per_trigger: int | None) -> Mate
     return MaterializeConfig(
         bootstrap_servers=broker.bootstrap_servers,
         topic=topic,
-        warehouse=tmp_path / "warehouse",
+        warehouse=str(tmp_path / "warehouse"),
         checkpoint=tmp_path / "checkpoint",
         available_now=True,
         max_offsets_per_trigger=per_trigger,
@@ -51,14 +52,14 @@ def test_real_log_through_the_topic_equals_replay(spark, kafka_broker, samples_d
         assert from_delta == canonical_json(replay_paths([log], offset).image, provenance=False), offset
 
 
-def _transaction_log() -> list:
+def _transaction_log() -> list[RecordBatch]:
     """MV; a committed transaction spread over four batches; an aborted one over two; a NoOp after."""
     created = [
         mt.TopicRecord(name="a", topic_id=TOPIC_A),
         mt.PartitionRecord(partition_id=0, topic_id=TOPIC_A, replicas=(1,), isr=(1,), leader=1, leader_epoch=0,
                            partition_epoch=0),
     ]
-    messages_per_batch = [
+    messages_per_batch: list[list[Any]] = [
         [mt.FeatureLevelRecord(name="metadata.version", feature_level=21)],
         [mt.BeginTransactionRecord(name="create a")],
         created[:1],

@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from jobs.kafka_source import message_offset, message_value
 from kraftlake.broker import BrokerError, LocalBroker, PortInUseError, running_broker, stop_broker
 from kraftlake.config import BOOTSTRAP_ENV, resolve_bootstrap
 from kraftlake.errors import UserFacingError
@@ -34,7 +35,7 @@ def consume_all(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes]]:
             message = consumer.poll(10)
             assert message is not None, f"timed out after {len(messages)} of {high} messages"
             assert message.error() is None, message.error()
-            messages.append((message.offset(), message.key(), message.value()))
+            messages.append((message_offset(message), message.key() or b"", message_value(message)))
         return messages
     finally:
         consumer.close()
@@ -181,7 +182,7 @@ def test_read_committed_after_an_abort_sees_later_commits(kafka_broker: LocalBro
     try:
         consumer.assign([TopicPartition(topic, 0, 3)])
         while (message := consumer.poll(10)) is not None and message.error() is None:
-            offsets.append(message.offset())
+            offsets.append(message_offset(message))
     finally:
         consumer.close()
     assert message is not None, "no end-of-partition event"

@@ -56,7 +56,7 @@ def test_json_lines_for_a_data_dir(samples_dir: Path) -> None:
 def test_directory_order_is_bootstrap_snapshots_segments(samples_dir: Path) -> None:
     result = dump(samples_dir / RJM)
     assert result.returncode == 0, result.stderr
-    files = []
+    files: list[str] = []
     for line in result.stdout.splitlines():
         name = Path(json.loads(line)["file"]).name
         if not files or files[-1] != name:
