@@ -20,7 +20,6 @@ from lake.time_travel import TimeTravelError, last_published_offset
 from lake.warehouse import BATCHES, Warehouse, history_name, history_schema
 
 Filter = list[tuple[str, str, Any]]
-_OFFSET_TERMS = 64  # up to this many versions, one equality per offset (file statistics prune by each)
 
 
 class UnknownKeyError(ValueError):
@@ -132,9 +131,7 @@ def key_rows(warehouse: Warehouse, table: str, filters: list[Filter]) -> pa.Tabl
     offsets = sorted(set(history.read(filters, columns).column("from_offset").to_pylist()))
     if not offsets:
         return history.read([])
-    at_offsets = [[("from_offset", "=", offset)] for offset in offsets] if len(offsets) <= _OFFSET_TERMS else [
-        [("from_offset", "in", offsets)]]
-    return history.read([[*conjunction, *at] for conjunction in filters for at in at_offsets])
+    return history.read([[*conjunction, ("from_offset", "in", offsets)] for conjunction in filters])
 
 
 class _HistoryReader:
