@@ -3,7 +3,7 @@
 A history row is valid from its `from_offset` until the key's next version. Counts over time are built
 from +1/-1 steps per key (window `lag` per key, then a running sum over offsets), so the work is a few
 shuffles whatever the number of partitions. Offsets get the append time of the batch holding them
-through one ordered pass over the distinct offsets and `batches` (an equi-join after that, no range join).
+through one ordered pass over the summary's rows and `batches` (no join, no range join).
 
 Each summary is a temp view; later ones may use earlier ones (the dict is in dependency order).
 """
@@ -20,23 +20,20 @@ class Summary:
 
 
 def with_times(inner: str, offset_columns: tuple[str, ...] = ("offset",)) -> str:
-    """`inner`'s rows with a `<x>_time` timestamp per `<x>_offset` column (`time` for `offset`)."""
-    offsets = " UNION ".join(f"SELECT DISTINCT {column} AS offset FROM ev" for column in offset_columns)
-    joins = []
-    times = []
-    for n, column in enumerate(offset_columns):
+    """`inner`'s rows with a `<x>_time` timestamp per `<x>_offset` column (`time` for `offset`): the append
+    time of the last batch starting at or before that offset. One ordered pass per column over `inner`'s
+    rows and the batches' first offsets, so `inner` is computed once (a join on its distinct offsets would
+    compute it twice) and no range join is needed."""
+    stamped = inner
+    for column in offset_columns:
         name = "time" if column == "offset" else column.removesuffix("_offset") + "_time"
-        joins.append(f"LEFT JOIN offset_ms t{n} ON ev.{column} = t{n}.offset")
-        times.append(f"timestamp_millis(t{n}.ms) AS {name}")
-    return f"""
-WITH ev AS ({inner}),
-offs AS ({offsets}),
-marks AS (
-  SELECT offset, kind, last(ms, true) OVER (ORDER BY offset, kind ROWS UNBOUNDED PRECEDING) AS ms FROM (
-    SELECT offset, 1 AS kind, CAST(NULL AS BIGINT) AS ms FROM offs WHERE offset IS NOT NULL
-    UNION ALL SELECT base_offset, 0, append_time_ms FROM batches)),
-offset_ms AS (SELECT offset, ms FROM marks WHERE kind = 1)
-SELECT ev.*, {", ".join(times)} FROM ev {" ".join(joins)}"""
+        stamped = f"""
+SELECT row.*, timestamp_millis(ms) AS {name} FROM (
+  SELECT row, kind, last(ms, true) OVER (ORDER BY offset, kind ROWS UNBOUNDED PRECEDING) AS ms FROM (
+    SELECT struct(ev.*) AS row, ev.{column} AS offset, 1 AS kind, CAST(NULL AS BIGINT) AS ms FROM ({stamped}) ev
+    UNION ALL SELECT NULL, base_offset, 0, append_time_ms FROM batches))
+WHERE kind = 1"""
+    return stamped
 
 
 def _count_over_time(flag: str, name: str) -> str:
@@ -192,8 +189,8 @@ WHERE step != 0 GROUP BY offset"""),
     ),
     "fencing_episodes": Summary(
         "each period a broker was not serving: start, end (null while it lasts), duration, first cause",
-        with_times(_FENCING, ("start_offset", "end_offset")).replace(
-            "SELECT ev.*,", "SELECT ev.*, (t1.ms - t0.ms) / 1000.0 AS duration_s,", 1),
+        "SELECT *, (unix_millis(end_time) - unix_millis(start_time)) / 1000.0 AS duration_s FROM ("
+        + with_times(_FENCING, ("start_offset", "end_offset")) + ")",
     ),
     "isr_versions": Summary("helper: each partition version's ISR and the one before", _ISR_VERSIONS),
     "isr_changes": Summary("each broker leaving (shrink) or joining (expand) a partition's ISR",

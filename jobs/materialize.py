@@ -263,11 +263,15 @@ def start_query(spark: Any, config: MaterializeConfig, writer: MicroBatchWriter)
     return stream.queryName("kraftlake-materialize").start()
 
 
-def local_spark(app_name: str = "kraftlake-materialize") -> Any:
+def local_spark(app_name: str = "kraftlake-materialize", short_lived: bool = False) -> Any:
     """The job's SparkSession, under the master spark-submit set (`--master`, spark-defaults.conf); run as a
     plain Python program, a local one ($KRAFTLAKE_SPARK_MASTER, default local[2]) whose Python workers run
     this interpreter (the venv's). Quiet: the job reports its own failures in one line
-    ($KRAFTLAKE_SPARK_LOG_LEVEL=WARN shows Spark's log again)."""
+    ($KRAFTLAKE_SPARK_LOG_LEVEL=WARN shows Spark's log again).
+
+    `short_lived` (a CLI query, not a streaming job): the local JVM compiles with C1 only, as a query that
+    lasts seconds to a minute pays more for the C2 compiler's warm-up than it gains from its code (a cold
+    `kraftlake summary under_replicated` on 1M partitions: 40 s -> 19 s, see BENCHMARKS.md, analytics)."""
     from pyspark.sql import SparkSession
 
     builder = (
@@ -281,6 +285,8 @@ def local_spark(app_name: str = "kraftlake-materialize") -> Any:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.master(os.environ.get("KRAFTLAKE_SPARK_MASTER", "local[2]"))
         builder = builder.config("spark.pyspark.python", sys.executable)
+        if short_lived:
+            builder = builder.config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
     return builder.getOrCreate()
 
 

@@ -1,7 +1,7 @@
 """A short report on a warehouse, queried the way a user would: Spark SQL over the Delta tables.
 
-The views come from `analytics.views.register_views` (read through Arrow at the versions the last
-`images` row pins), so the report shows one consistent published image, never a half-written one.
+The views come from `analytics.views.register_views` (every table as of the last published image), so
+the report shows one consistent published image, never a half-written one.
 """
 
 from __future__ import annotations

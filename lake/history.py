@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from image_schema.tables import TABLES
 from lake.time_travel import TimeTravelError, last_published_offset
-from lake.warehouse import BATCHES, Warehouse, history_name
+from lake.warehouse import BATCHES, Warehouse, history_name, history_schema
 
 Filter = list[tuple[str, str, Any]]
 
@@ -46,7 +46,7 @@ def key_history(
     The version before the window is read too, so the first change in it shows its true `before`."""
     if table not in TABLES:
         raise UnknownKeyError(f"no table {table!r}; tables: {', '.join(TABLES)}")
-    rows = history_rows(warehouse, table, key_filters(warehouse, table, key_text))
+    rows = key_rows(warehouse, table, key_filters(warehouse, table, key_text))
     versions = _versions(rows, TABLES[table].key)
     versions = [v for v in versions if (from_offset is None or v[0] > from_offset)
                 and (to_offset is None or v[0] <= to_offset)]
@@ -114,14 +114,40 @@ def published_offset(warehouse: Warehouse) -> int:
     return offset
 
 
-def history_rows(warehouse: Warehouse, table: str, filters: list[Filter] | None = None) -> pa.Table:
-    """`<table>_history` rows up to the last published image (any of `filters`' conjunctions), unordered."""
-    through = ("from_offset", "<=", published_offset(warehouse))
-    history = warehouse.table(history_name(table))
-    if filters == []:
-        return history.schema().to_arrow().empty_table()
-    pushed = [[*conjunction, through] for conjunction in filters] if filters else [[through]]
-    return history.to_pyarrow_table(filters=pushed)
+def history_rows(
+    warehouse: Warehouse, table: str, filters: list[Filter] | None = None, columns: list[str] | None = None
+) -> pa.Table:
+    """`<table>_history` rows up to the last published image (any of `filters`' conjunctions), unordered;
+    all columns, or `columns`."""
+    return _HistoryReader(warehouse, table).read(filters, columns)
+
+
+def key_rows(warehouse: Warehouse, table: str, filters: list[Filter]) -> pa.Table:
+    """The history rows `filters` select, in two reads: the filtered columns and `from_offset` of every row
+    first (cheap: no list or value column is decoded), then whole rows at just the offsets found, which the
+    `from_offset` statistics of files and row groups narrow to the few that hold them."""
+    history = _HistoryReader(warehouse, table)
+    columns = sorted({column for conjunction in filters for column, _, _ in conjunction} | {"from_offset"})
+    offsets = sorted(set(history.read(filters, columns).column("from_offset").to_pylist()))
+    if not offsets:
+        return history.read([])
+    return history.read([[*conjunction, ("from_offset", "in", offsets)] for conjunction in filters])
+
+
+class _HistoryReader:
+    """Reads of one `<table>_history` up to the last published image, from one open table."""
+
+    def __init__(self, warehouse: Warehouse, table: str) -> None:
+        self.schema = history_schema(table)
+        self.through = ("from_offset", "<=", published_offset(warehouse))
+        self.history = warehouse.table(history_name(table))
+
+    def read(self, filters: list[Filter] | None = None, columns: list[str] | None = None) -> pa.Table:
+        """Rows matching any of `filters`' conjunctions (None: all rows; []: none)."""
+        if filters == []:
+            return self.schema.empty_table().select(columns or self.schema.names)
+        pushed = [[*conjunction, self.through] for conjunction in filters] if filters else [[self.through]]
+        return self.history.to_pyarrow_table(columns=columns, filters=pushed)
 
 
 def _versions(rows: pa.Table, key: Sequence[str]) -> list[tuple[int, str, dict, dict, dict]]:

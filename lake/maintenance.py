@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from failpoints import failpoint
-from lake.warehouse import Warehouse, all_tables
+from lake.warehouse import Warehouse, all_tables, writer_properties
 
 MIB = 1024 * 1024
 # A Delta log entry of a version: its commit, its checksum or a (possibly multi-part) checkpoint.
@@ -68,7 +68,7 @@ def compact_if_due(table: DeltaTable, policy: MaintenancePolicy, above: int | No
     limit = policy.compact_above_files - 1 if above is None else above
     if small_files(table, policy) <= limit:
         return False
-    table.optimize.compact(target_size=policy.target_file_bytes)
+    table.optimize.compact(target_size=policy.target_file_bytes, writer_properties=writer_properties())
     return True
 
 

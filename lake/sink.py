@@ -47,6 +47,7 @@ from lake.warehouse import (
     history_name,
     partition_columns,
     with_buckets,
+    writer_properties,
 )
 from records import RecordBatch
 from replay.image import MetadataImage, Provenance
@@ -350,7 +351,7 @@ class DeltaSink:
         table = self._table(name)
         write_deltalake(
             table, data, mode="append", partition_by=partition_columns(name),
-            commit_properties=self._commit(name, offset, provenance),
+            commit_properties=self._commit(name, offset, provenance), writer_properties=writer_properties(),
         )
         self._committed(name, offset)
 

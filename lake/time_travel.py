@@ -110,12 +110,15 @@ def _base_checkpoint(warehouse: Warehouse, offset: int) -> int:
     return pc.max(found["offset"]).as_py() if found.num_rows else -1
 
 
-def image_at_offset(warehouse: Warehouse, offset: int) -> WarehouseImage:
-    """Each table at `offset`: the newest image checkpoint at or before it plus the history rows since, both
-    read from the tables' latest versions with filters that prune by file statistics. `images` is opened
-    once: it commits with every image, so opening it costs the most."""
+def checkpoint_for(warehouse: Warehouse, offset: int) -> int:
+    """The image checkpoint the image at `offset` is rebuilt from (-1: the empty image), once the warehouse
+    can answer for `offset` (TimeTravelError otherwise). The image is that checkpoint's rows with each key's
+    last history version in (checkpoint, offset] applied."""
     _require(warehouse)
-    images = warehouse.table(IMAGES)
+    return _checkpoint_for(warehouse, warehouse.table(IMAGES), offset)
+
+
+def _checkpoint_for(warehouse: Warehouse, images: DeltaTable, offset: int) -> int:
     last = _offset_bound(images, pc.max, "max.offset", -1)
     if last < 0:
         raise TimeTravelError("the warehouse has no published image yet")
@@ -124,7 +127,16 @@ def image_at_offset(warehouse: Warehouse, offset: int) -> WarehouseImage:
     first = _first_image(images)
     if offset < first.offset and first.snapshot:
         raise TimeTravelError(f"offset {offset} is before the history this warehouse holds (from {first.offset})")
-    since = _base_checkpoint(warehouse, offset)
+    return _base_checkpoint(warehouse, offset)
+
+
+def image_at_offset(warehouse: Warehouse, offset: int) -> WarehouseImage:
+    """Each table at `offset`: the newest image checkpoint at or before it plus the history rows since, both
+    read from the tables' latest versions with filters that prune by file statistics. `images` is opened
+    once: it commits with every image, so opening it costs the most."""
+    _require(warehouse)
+    images = warehouse.table(IMAGES)
+    since = _checkpoint_for(warehouse, images, offset)
     with ThreadPoolExecutor(max_workers=READERS) as readers:  # delta-rs and Arrow release the GIL
         tables = dict(zip(TABLES, readers.map(lambda name: _table_at(warehouse, name, since, offset), TABLES),
                           strict=True))
@@ -174,6 +186,12 @@ def _row_numbers(table: pa.Table) -> pa.Array:
 
 def image_at_time(warehouse: Warehouse, time_ms: int) -> WarehouseImage:
     """The image after the last batch appended at or before `time_ms` (capped at the last image)."""
+    return image_at_offset(warehouse, image_offset_at_time(warehouse, time_ms))
+
+
+def image_offset_at_time(warehouse: Warehouse, time_ms: int) -> int:
+    """The offset of the image `image_at_time` reads: the last one appended at or before `time_ms`, capped
+    at the last published image."""
     last = last_published_offset(warehouse)
     if last < 0:
         raise TimeTravelError("the warehouse has no published image yet")
@@ -183,7 +201,7 @@ def image_at_time(warehouse: Warehouse, time_ms: int) -> WarehouseImage:
         if not (first.snapshot and first.log_time_ms <= time_ms):
             raise TimeTravelError(f"no metadata was committed at or before {time_ms} ms")
         offset = first.offset
-    return image_at_offset(warehouse, min(offset, last))
+    return min(offset, last)
 
 
 def _last_offset_at(warehouse: Warehouse, time_ms: int) -> int | None:

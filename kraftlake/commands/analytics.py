@@ -46,7 +46,7 @@ def _session_with_views(args: argparse.Namespace, at_offset: int | None = None, 
     from jobs.materialize import local_spark
     from lake.time_travel import TimeTravelError
 
-    spark = local_spark("kraftlake-sql")
+    spark = local_spark("kraftlake-sql", short_lived=True)
     spark.conf.set("spark.sql.session.timeZone", "UTC")  # times print as the ISO-8601 UTC the CLI takes
     try:
         register_views(spark, open_warehouse(args), at_offset, None if at_time is None else parse_time(at_time))
