@@ -18,9 +18,10 @@ twice the time of its first half (goal <= 1.25x: the cost per image stays flat i
 $KRAFTLAKE_BENCH_IMAGES sets the long run's length (default 20,000). Wall-clock times on a shared machine:
 the load average is noted. The run compresses hours of triggers into minutes, so what Delta keeps by age is
 scaled to match: a table's Delta checkpoint carries a tombstone for every file compaction removed within
-`delta.deletedFileRetentionDuration` (1 hour: 3,600 images at a real 1 s trigger), and opening a table reads
-them all. The run sets that retention to the wall time 3,600 of its images take (measured on a warm-up of 300
-images), so it holds the tombstones a real hour would; without it every tombstone of the run would stay. The
+`delta.deletedFileRetentionDuration` (5 minutes: 300 images at a real 1 s trigger), and opening a table
+reads them all. The run sets that retention to the wall time 300 of its images take (measured on a warm-up of
+300 images), so it holds the tombstones 5 real minutes would; without it every tombstone of the run would
+stay. The
 log itself is pruned by version count (`lake.maintenance.prune_local_log`), which needs no scaling. With fewer
 than 2,000 images the first and last 1,000 overlap.
 """
@@ -49,7 +50,7 @@ BROKERS = 3
 PARTITIONS = 10
 WINDOW = 1_000
 WARMUP_IMAGES = 300
-REAL_HOUR_IMAGES = 3_600  # images in an hour at a 1 s trigger: the tables' tombstone retention
+RETENTION_IMAGES = 300  # images in the tables' 5-minute tombstone retention at a 1 s trigger
 SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "kafka-samples"
 LONG_SAMPLE = "rjmfernandes_flink-on-prem/data"
 
@@ -154,7 +155,7 @@ def long_run(images: int, place: Place) -> list[dict[str, Any]]:
     load = os.getloadavg()[0]
     return [
         _row("long run: images committed", images, "images", f"offsets 0..{last}; load average {load:.1f}; "
-             f"tombstones kept {retention_s} s (a real hour's 3,600 images)"),
+             f"tombstones kept {retention_s} s (5 real minutes' 300 images)"),
         _row("long run: commit p50, first 1,000 images", first_p50),
         _row("long run: commit p50, last 1,000 images", last_p50, notes=f"{last_p50 / first_p50:.2f}x the first "
              "(goal <= 1.25x)"),
@@ -183,9 +184,9 @@ def _seconds_per_image(place: Place) -> float:
 
 
 def _scaled_tombstone_retention(warehouse: Warehouse, seconds_per_image: float) -> int:
-    """Create the tables keeping tombstones as long as this run takes for the 3,600 images a real hour holds
+    """Create the tables keeping tombstones as long as this run takes for the 300 images 5 real minutes hold
     at a 1 s trigger; the retention in seconds."""
-    retention = max(1, round(REAL_HOUR_IMAGES * seconds_per_image))
+    retention = max(1, round(RETENTION_IMAGES * seconds_per_image))
     warehouse.create()
     for name in all_tables():
         warehouse.table(name).alter.set_table_properties(

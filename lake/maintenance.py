@@ -39,6 +39,7 @@ class MaintenancePolicy:
     checkpoint_min_rows: int = 10_000  # image checkpoint once the history since holds this many rows (or more)
     compact_above_files: int = 16  # compact a table holding more small files than this (beyond one a bucket)
     target_file_bytes: int = 8 * MIB  # compaction writes files up to this size; larger files are left alone
+    vacuum_retention_hours: int = 1  # `kraftlake maintain` deletes removed files this old (the longest read)
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,8 @@ def maintain_table(
     if warehouse.is_local:
         prune_local_log(warehouse.table_uri(name))
     vacuumed = table.vacuum(  # full: also the files whose tombstones a checkpoint no longer carries
-        retention_hours=retention_hours, dry_run=False, enforce_retention_duration=retention_hours is None, full=True
+        retention_hours=policy.vacuum_retention_hours if retention_hours is None else retention_hours,
+        dry_run=False, enforce_retention_duration=False, full=True,
     )
     failpoint("maintain.after_vacuum")
     return TableReport(name, before, len(warehouse.table(name).file_uris()), len(vacuumed))
@@ -124,9 +126,8 @@ def maintain(
     retention_hours: int | None = None,
     progress: Callable[[TableReport], None] | None = None,
 ) -> list[TableReport]:
-    """Maintain every table of the warehouse. `retention_hours` None: the tables' own
-    `delta.deletedFileRetentionDuration` (1 hour); lower values are allowed, for an operator who knows no
-    read runs that long."""
+    """Maintain every table of the warehouse. `retention_hours` None: the policy's `vacuum_retention_hours`
+    (1 hour); lower values are allowed, for an operator who knows no read runs that long."""
     reports = []
     for name in all_tables():
         report = maintain_table(warehouse, name, policy or MaintenancePolicy(), retention_hours)

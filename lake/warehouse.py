@@ -77,20 +77,19 @@ CHECKPOINT_COLUMN = pa.field("checkpoint_offset", pa.int64())
 # only as long as a reader in flight may still use one. `images` and `batches` commit once per image, so
 # opening them (every time-travel query does) costs the commits since their last Delta checkpoint: a
 # checkpoint every 10 commits keeps that at most 9 (with 100, opening `images` took 20 ms instead of 5).
-# Each checkpoint also carries the tombstones of files removed by compaction for as long as they are
-# retained, about one per image: 1 hour of them, not a day's 86,400 at an image a second. The log itself is
-# pruned by the sink (`lake.maintenance.prune_local_log`) besides delta-rs's cleanup by age.
+# Each checkpoint also carries a tombstone for every file removed (by compaction, by a merge) while the
+# removal is retained, and opening the table reads them all: `images` and `batches` lose about one file an
+# image, a bucketed merge at 1M partitions about 100 (35,000 tombstones made a checkpoint 3.9 MB and its read
+# 0.15 s). Tombstones are therefore kept 5 minutes, so what a table's open costs is bounded by 5 minutes of
+# commits, not by the hour or day a longer retention would pile up. Removed files stay on disk until a VACUUM
+# (`kraftlake maintain`, which keeps them an hour by default: `MaintenancePolicy.vacuum_retention_hours`).
+# The log itself is pruned by the sink (`lake.maintenance.prune_local_log`) besides delta-rs's cleanup by age.
 TABLE_PROPERTIES = {
     "delta.checkpointInterval": "10",
     "delta.logRetentionDuration": "interval 5 minutes",
     "delta.enableExpiredLogCleanup": "true",
-    "delta.deletedFileRetentionDuration": "interval 1 hours",
+    "delta.deletedFileRetentionDuration": "interval 5 minutes",
 }
-# A current table's merge removes one file per bucket it touches: at 1M partitions and 100 changes an image,
-# about 100 tombstones an image, 360,000 an hour at an image a second (35,000 already make a Delta checkpoint
-# 3.9 MB and 0.15 s). Plain readers of a current table are the only ones its old files serve (time travel
-# reads the history and checkpoint tables), so they are kept 5 minutes.
-CURRENT_TABLE_PROPERTIES = {**TABLE_PROPERTIES, "delta.deletedFileRetentionDuration": "interval 5 minutes"}
 
 
 class WarehouseLayoutError(Exception):
@@ -129,10 +128,6 @@ def current_schema(table: str) -> pa.Schema:
 
 def partition_columns(name: str) -> list[str] | None:
     return [BUCKET.name] if name in TABLES else None
-
-
-def table_properties(name: str) -> dict[str, str]:
-    return dict(CURRENT_TABLE_PROPERTIES if name in TABLES else TABLE_PROPERTIES)
 
 
 # Parquet row groups of at most this many rows, for every file the sink appends or compaction writes. Rows
@@ -226,7 +221,7 @@ class Warehouse:
                     schema=schema,
                     name=name,
                     partition_by=partition_columns(name),
-                    configuration=table_properties(name),
+                    configuration=dict(TABLE_PROPERTIES),
                     storage_options=self._options(),
                 )
             elif name in TABLES and self.table(name).metadata().partition_columns != partition_columns(name):

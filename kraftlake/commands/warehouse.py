@@ -54,7 +54,7 @@ def register(subparsers: Any) -> None:
     add_warehouse_arguments(maintain)
     maintain.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     maintain.add_argument("--retention-hours", type=int, metavar="H",
-                          help="vacuum files removed more than H hours ago (default: the tables' 1 h; lower "
+                          help="vacuum files removed more than H hours ago (default: 1; lower "
                                "only when no read runs that long)")
     maintain.set_defaults(handler=run_maintain)
 
