@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 
 def median_seconds(work: Callable[[], object], repeat: int = 5, warmup: int = 1) -> float:
@@ -21,3 +22,8 @@ def median_seconds(work: Callable[[], object], repeat: int = 5, warmup: int = 1)
         work()
         times.append(time.process_time() - start)
     return statistics.median(times)
+
+
+def row(name: str, value: Any, unit: str = "s", notes: str = "") -> dict[str, Any]:
+    """One result row, as `bench.__main__` renders it into BENCHMARKS.md."""
+    return {"name": name, "value": value, "unit": unit, "notes": notes}

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import row
 from bench.bench_jobs import Churn, controller_log
 from jobs.materialize import local_spark
 from lake.pipeline import MetadataPipeline
@@ -31,10 +32,6 @@ PARTITIONS = 1_000_000
 CHURN_BATCHES = 20_000
 GOAL_SUMMARY_S = 30.0
 GOAL_HISTORY_S = 1.0
-
-
-def _row(name: str, value: Any, unit: str = "s", notes: str = "") -> dict[str, Any]:
-    return {"name": name, "value": value, "unit": unit, "notes": notes}
 
 
 def build_warehouse(root: Path) -> tuple[Warehouse, int, list[tuple[str, int]]]:
@@ -60,11 +57,11 @@ def run() -> list[dict[str, Any]]:
     from analytics.views import register_views
     from lake.history import key_history
 
-    rows = [_row("load average at start", os.getloadavg()[0], "")]
+    rows = [row("load average at start", os.getloadavg()[0], "")]
     with tempfile.TemporaryDirectory(prefix="bench-analytics-") as scratch:
         start = time.perf_counter()
         warehouse, history_rows, churned = build_warehouse(Path(scratch))
-        rows.append(_row("build the warehouse", time.perf_counter() - start,
+        rows.append(row("build the warehouse", time.perf_counter() - start,
                          notes=f"{history_rows:,} partitions_history rows"))
         spark = local_spark("kraftlake-bench-analytics", short_lived=True)
         register, query = [], []
@@ -76,11 +73,11 @@ def run() -> list[dict[str, Any]]:
             steps = spark.sql("SELECT * FROM under_replicated").collect()
             query.append(time.perf_counter() - start)
         median = statistics.median(a + b for a, b in zip(register, query, strict=True))
-        rows.append(_row("under_replicated over time, views + query", median,
+        rows.append(row("under_replicated over time, views + query", median,
                          notes=f"median of 3; {len(steps):,} steps"))
-        rows.append(_row("  register every view", statistics.median(register),
+        rows.append(row("  register every view", statistics.median(register),
                          notes=", ".join(f"{s:.1f}" for s in register)))
-        rows.append(_row("  the under_replicated query", statistics.median(query),
+        rows.append(row("  the under_replicated query", statistics.median(query),
                          notes=", ".join(f"{s:.1f}" for s in query)))
         spark.stop()
         timings = []
@@ -90,10 +87,10 @@ def run() -> list[dict[str, Any]]:
             timings.append(time.perf_counter() - start)
             assert len(versions) >= 2, f"{topic}-{partition} should have churned"
         history = statistics.median(timings)
-        rows.append(_row("history of one partition", history, notes=f"median of {len(timings)}"))
-    rows.append(_row(f"goal: under_replicated <= {GOAL_SUMMARY_S:g} s", "met" if median <= GOAL_SUMMARY_S
+        rows.append(row("history of one partition", history, notes=f"median of {len(timings)}"))
+    rows.append(row(f"goal: under_replicated <= {GOAL_SUMMARY_S:g} s", "met" if median <= GOAL_SUMMARY_S
                      else "NOT met", "", f"{median:.1f} s"))
-    rows.append(_row(f"goal: history <= {GOAL_HISTORY_S:g} s", "met" if history <= GOAL_HISTORY_S else "NOT met",
+    rows.append(row(f"goal: history <= {GOAL_HISTORY_S:g} s", "met" if history <= GOAL_HISTORY_S else "NOT met",
                      "", f"{history:.2f} s"))
-    rows.append(_row("load average at the end", os.getloadavg()[0], ""))
+    rows.append(row("load average at the end", os.getloadavg()[0], ""))
     return rows

@@ -45,6 +45,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from deltalake import DeltaTable
 
+from bench import row
 from image_schema.changes import ChangeRecorder
 from jobs.kafka_source import RECEIVE_MAX_BYTES, message_value
 from jobs.materialize import MaterializeConfig, MicroBatchWriter, collect_messages, decode_messages, local_spark
@@ -278,10 +279,6 @@ def _config(broker: LocalBroker, topic: str, root: Path, available_now: bool) ->
     )
 
 
-def _row(name: str, value: Any, unit: str = "s", notes: str = "") -> dict[str, Any]:
-    return {"name": name, "value": value, "unit": unit, "notes": notes}
-
-
 # -- (1) bootstrap ------------------------------------------------------------------------------------
 
 
@@ -300,13 +297,13 @@ def bootstrap(spark: Any, log: ControllerLog, partitions: int) -> list[dict[str,
         produce_all(broker.bootstrap_servers, topic, log.batches)
         produce_s = time.perf_counter() - start
         _wait_idle(broker)
-        rows.append(_row(f"{label}: produce to the topic", produce_s, notes=(
+        rows.append(row(f"{label}: produce to the topic", produce_s, notes=(
             f"{len(log.batches):,} messages, {records:,} records, {log.size / 1e6:.0f} MB")))
-        rows.append(_row(f"{label}: noida-db state rewrite (CPU)", _broker_cpu_s(broker) - cpu, notes=(
+        rows.append(row(f"{label}: noida-db state rewrite (CPU)", _broker_cpu_s(broker) - cpu, notes=(
             f"produce + state file of {_state_bytes(broker) / 1e6:.0f} MB; repeated after every second with writes")))
         start = time.perf_counter()
         consume_all(broker.bootstrap_servers, topic, len(log.batches))
-        rows.append(_row(f"{label}: consume only (confluent-kafka)", time.perf_counter() - start))
+        rows.append(row(f"{label}: consume only (confluent-kafka)", time.perf_counter() - start))
         config = _config(broker, topic, root, available_now=True)
         writer = TimedWriter(config)
         start, started_at = time.monotonic(), time.time()
@@ -317,11 +314,11 @@ def bootstrap(spark: Any, log: ControllerLog, partitions: int) -> list[dict[str,
             raise RuntimeError(f"{label}: the job did not publish offset {log.last_offset}")
         total = images[-1]["published_at_ms"] / 1000 - started_at
         rows += [
-            _row(f"{label}: job, start to the last image", total, notes=f"{len(images)} image(s)"),
-            _row(f"{label}:   Spark: start to first micro-batch", writer.micro_batches[0][0] - start),
-            _row(f"{label}:   Spark: micro-batch to driver", sum(b[1] for b in writer.micro_batches),
+            row(f"{label}: job, start to the last image", total, notes=f"{len(images)} image(s)"),
+            row(f"{label}:   Spark: start to first micro-batch", writer.micro_batches[0][0] - start),
+            row(f"{label}:   Spark: micro-batch to driver", sum(b[1] for b in writer.micro_batches),
                  notes="Kafka read in a Spark task + Arrow transfer"),
-            _row(f"{label}:   driver: decode, replay, write", sum(b[2] for b in writer.micro_batches)),
+            row(f"{label}:   driver: decode, replay, write", sum(b[2] for b in writer.micro_batches)),
         ]
     rows += pieces(log, label)
     return rows
@@ -348,7 +345,7 @@ def pieces(log: ControllerLog, label: str) -> list[dict[str, Any]]:
             writes = sink.prepare(published[-1], versions, batches)
         with timer("Delta writes"):
             sink.commit(published[-1], writes)
-    return [_row(f"{label}:   {name}", seconds, "CPU s", "in-process, alone") for name, seconds in timer.times.items()]
+    return [row(f"{label}:   {name}", seconds, "CPU s", "in-process, alone") for name, seconds in timer.times.items()]
 
 
 class _Timer:
@@ -459,16 +456,16 @@ def steady_state_and_time_travel(spark: Any, log: ControllerLog) -> list[dict[st
         steady = writer.micro_batches[bootstrap_batches:]
         images = published_images(warehouse)
         rows += [
-            _row(f"{label}: commit to image, p50", p50, notes=f"{len(latencies)} batches, 1 s trigger"),
-            _row(f"{label}: commit to image, p95", p95),
-            _row(f"{label}: commit to image, max", latencies[-1]),
-            _row(f"{label}:   micro-batch to driver, p50", statistics.median(b[1] for b in steady),
+            row(f"{label}: commit to image, p50", p50, notes=f"{len(latencies)} batches, 1 s trigger"),
+            row(f"{label}: commit to image, p95", p95),
+            row(f"{label}: commit to image, max", latencies[-1]),
+            row(f"{label}:   micro-batch to driver, p50", statistics.median(b[1] for b in steady),
                  notes=f"{len(steady)} micro-batches"),
-            _row(f"{label}:   driver: decode, replay, Delta commits, p50", statistics.median(b[2] for b in steady)),
+            row(f"{label}:   driver: decode, replay, Delta commits, p50", statistics.median(b[2] for b in steady)),
         ]
         rows += time_travel(warehouse, log, {image.offset for image in images})
     met = "met" if p50 <= GOAL_STEADY_P50_S else "NOT met"
-    rows.append(_row(f"goal: steady state p50 <= {GOAL_STEADY_P50_S:g} s", met, "", f"{p50:.2f} s"))
+    rows.append(row(f"goal: steady state p50 <= {GOAL_STEADY_P50_S:g} s", met, "", f"{p50:.2f} s"))
     return rows
 
 
@@ -486,9 +483,9 @@ def time_travel(warehouse: Warehouse, log: ControllerLog, published: set[int]) -
         raise RuntimeError(f"time travel to offset {offset} differs from the in-memory replay")
     seconds = statistics.median(times)
     return [
-        _row(f"time travel: {partitions:,}-partition image at offset {offset:,}", seconds, notes=(
+        row(f"time travel: {partitions:,}-partition image at offset {offset:,}", seconds, notes=(
             f"not a published offset; median of {TIME_TRAVEL_REPEAT}; equals the in-memory replay")),
-        _row(f"goal: time travel <= {GOAL_TIME_TRAVEL_S:g} s", "met" if seconds <= GOAL_TIME_TRAVEL_S else "NOT met",
+        row(f"goal: time travel <= {GOAL_TIME_TRAVEL_S:g} s", "met" if seconds <= GOAL_TIME_TRAVEL_S else "NOT met",
              "", f"{seconds:.2f} s"),
     ]
 
@@ -515,7 +512,7 @@ def run() -> list[dict[str, Any]]:
     load = os.getloadavg()[0]
     start = time.perf_counter()
     spark = local_spark("kraftlake-bench")
-    rows = [_row("Spark session start", time.perf_counter() - start, notes=f"load average {load:.1f} at start")]
+    rows = [row("Spark session start", time.perf_counter() - start, notes=f"load average {load:.1f} at start")]
     largest = controller_log(max(BOOTSTRAP_SIZES))
     for partitions in BOOTSTRAP_SIZES:
         log = largest if partitions == max(BOOTSTRAP_SIZES) else prefix(largest, partitions)
@@ -523,12 +520,12 @@ def run() -> list[dict[str, Any]]:
         gc.collect()
     total = next(r["value"] for r in rows if r["name"] == f"bootstrap {_label(max(BOOTSTRAP_SIZES))}: "
                  "job, start to the last image")
-    rows.append(_row(f"goal: bootstrap {_label(max(BOOTSTRAP_SIZES))} <= {GOAL_BOOTSTRAP_S:g} s",
+    rows.append(row(f"goal: bootstrap {_label(max(BOOTSTRAP_SIZES))} <= {GOAL_BOOTSTRAP_S:g} s",
                      "met" if total <= GOAL_BOOTSTRAP_S else "NOT met", "", f"{total:.1f} s"))
     steady = prefix(largest, STEADY_PARTITIONS)
     del largest
     rows += steady_state_and_time_travel(spark, steady)
-    rows.append(_row("load average at the end", os.getloadavg()[0], ""))
+    rows.append(row("load average at the end", os.getloadavg()[0], ""))
     spark.stop()
     return rows
 

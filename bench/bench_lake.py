@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import row
 from lake.ingest import ingest
 from lake.pipeline import MetadataPipeline
 from lake.time_travel import image_at_offset
@@ -111,10 +112,6 @@ def _local() -> Place:
     return Place(tempfile.mkdtemp(prefix="kraftlake-bench-lake-"), {})
 
 
-def _row(name: str, value: Any, unit: str = "s", notes: str = "") -> dict[str, Any]:
-    return {"name": name, "value": value, "unit": unit, "notes": notes}
-
-
 def _active_files(warehouse: Warehouse) -> int:
     return sum(len(warehouse.table(name).file_uris()) for name in all_tables())
 
@@ -154,20 +151,20 @@ def long_run(images: int, place: Place) -> list[dict[str, Any]]:
     per_idle_image = statistics.median(idle_commits) if idle_commits else float("nan")
     load = os.getloadavg()[0]
     return [
-        _row("long run: images committed", images, "images", f"offsets 0..{last}; load average {load:.1f}; "
+        row("long run: images committed", images, "images", f"offsets 0..{last}; load average {load:.1f}; "
              f"tombstones kept {retention_s} s (5 real minutes' 300 images)"),
-        _row("long run: commit p50, first 1,000 images", first_p50),
-        _row("long run: commit p50, last 1,000 images", last_p50, notes=f"{last_p50 / first_p50:.2f}x the first "
+        row("long run: commit p50, first 1,000 images", first_p50),
+        row("long run: commit p50, last 1,000 images", last_p50, notes=f"{last_p50 / first_p50:.2f}x the first "
              "(goal <= 1.25x)"),
-        _row("long run: commit max", max(commit_s[1:])),
-        _row("long run: active files, all tables", _active_files(warehouse), "files", "goal <= 400"),
-        _row("long run: time travel median, 5 offsets over the history", travel, notes="goal <= 0.3 s"),
-        _row("one-image warehouse: the same time travel", travel_single,
+        row("long run: commit max", max(commit_s[1:])),
+        row("long run: active files, all tables", _active_files(warehouse), "files", "goal <= 400"),
+        row("long run: time travel median, 5 offsets over the history", travel, notes="goal <= 0.3 s"),
+        row("one-image warehouse: the same time travel", travel_single,
              notes=f"long run / one image = {travel / travel_single:.2f}x (goal <= 1.25x)"),
-        _row("Delta commits per offset-only image", per_idle_image, "commits",
+        row("Delta commits per offset-only image", per_idle_image, "commits",
              "measured every 500 images (batches, images, compactions)"),
-        _row("Delta commits per idle hour, image every 1 s trigger", per_idle_image * 3600, "commits"),
-        _row("Delta commits per idle hour, idle_publish_seconds = 10", per_idle_image * 360, "commits",
+        row("Delta commits per idle hour, image every 1 s trigger", per_idle_image * 3600, "commits"),
+        row("Delta commits per idle hour, idle_publish_seconds = 10", per_idle_image * 360, "commits",
              "the streaming job's default"),
     ]
 
@@ -222,9 +219,9 @@ def ingest_flatness() -> list[dict[str, Any]]:
     total = time.perf_counter() - start
     half = next(seconds for fraction, seconds in marks if fraction >= 0.5)
     return [
-        _row("ingest --image-every 20, whole log", total, notes=f"{LONG_SAMPLE}: offsets {result.first_offset}.."
+        row("ingest --image-every 20, whole log", total, notes=f"{LONG_SAMPLE}: offsets {result.first_offset}.."
              f"{result.last_offset}, {result.images_published} images"),
-        _row("ingest --image-every 20, first half (by bytes)", half,
+        row("ingest --image-every 20, first half (by bytes)", half,
              notes=f"whole / (2 x first half) = {total / (2 * half):.2f} (goal <= 1.25)"),
     ]
 

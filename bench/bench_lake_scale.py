@@ -36,6 +36,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from bench import row
 from bench.bench_jobs import Churn, ControllerLog, controller_log
 from image_schema.tables import TABLES
 from lake.gc_pause import paused_collector
@@ -57,12 +58,8 @@ GOAL_TIME_TRAVEL_S = 2.0
 GOAL_LATENCY_S = 2.0
 
 
-def _row(name: str, value: Any, unit: str = "s", notes: str = "") -> dict[str, Any]:
-    return {"name": name, "value": value, "unit": unit, "notes": notes}
-
-
 def _goal(name: str, value: float, goal: float) -> dict[str, Any]:
-    return _row(f"goal: {name} <= {goal:g} s", "met" if value <= goal else "NOT met", "", f"{value:.2f} s")
+    return row(f"goal: {name} <= {goal:g} s", "met" if value <= goal else "NOT met", "", f"{value:.2f} s")
 
 
 def _p(values: list[float], fraction: float) -> float:
@@ -148,22 +145,22 @@ def time_travel(warehouse: Warehouse, pipeline: MetadataPipeline, churn_from: in
     seconds = statistics.median(times)
     partitions = image.tables["partitions"].num_rows
     return [
-        _row(f"(b) time travel: {partitions:,}-partition image at offset {offset:,}", seconds,
+        row(f"(b) time travel: {partitions:,}-partition image at offset {offset:,}", seconds,
              notes=f"median of {TIME_TRAVEL_REPEAT}: {', '.join(f'{t:.2f}' for t in times)}; "
              f"equal to the pipeline's image at offset {last:,}"),
-        _row("    then the image as Python objects (`to_image`, as `kraftlake image` does)", to_image),
+        row("    then the image as Python objects (`to_image`, as `kraftlake image` does)", to_image),
         _goal("(b) time travel", seconds, GOAL_TIME_TRAVEL_S),
     ]
 
 
 def run() -> list[dict[str, Any]]:
-    rows = [_row("load average at start", os.getloadavg()[0], "")]
+    rows = [row("load average at start", os.getloadavg()[0], "")]
     log = controller_log(PARTITIONS)
     with tempfile.TemporaryDirectory(prefix="bench-lake-scale-") as scratch:
         start = time.perf_counter()
         warehouse, pipeline = build(log, Path(scratch))
         files = len(warehouse.table("partitions").file_uris())
-        rows.append(_row(f"build: {PARTITIONS:,}-partition bootstrap, image every "
+        rows.append(row(f"build: {PARTITIONS:,}-partition bootstrap, image every "
                          f"{BOOTSTRAP_BATCHES_PER_IMAGE:,} batches", time.perf_counter() - start,
                          notes=f"`partitions` current table: {files:,} files"))
         churn_from = log.next_offset
@@ -171,20 +168,20 @@ def run() -> list[dict[str, Any]]:
         commit, latency = statistics.median(figures["commit"]), statistics.median(figures["latency"])
         images = len(figures["commit"])
         rows += [
-            _row("(a) image commit, p50", commit, notes=(
+            row("(a) image commit, p50", commit, notes=(
                 f"{images} images of {statistics.median(figures['changes']):.0f} partition changes (median)")),
-            _row("(a) image commit, p95", _p(figures["commit"], 0.95)),
-            _row("(a) image commit, max", max(figures["commit"])),
+            row("(a) image commit, p95", _p(figures["commit"], 0.95)),
+            row("(a) image commit, max", max(figures["commit"])),
             _goal("(a) image commit p50", commit, GOAL_COMMIT_S),
-            _row("(c) commit to image, p50", latency, notes=f"{len(figures['latency']):,} batches, 1 s trigger"),
-            _row("(c) commit to image, p95", _p(figures["latency"], 0.95)),
-            _row("(c) commit to image, max", max(figures["latency"])),
-            _row("    trigger's work (decode, replay, commit), p50", statistics.median(figures["trigger"])),
+            row("(c) commit to image, p50", latency, notes=f"{len(figures['latency']):,} batches, 1 s trigger"),
+            row("(c) commit to image, p95", _p(figures["latency"], 0.95)),
+            row("(c) commit to image, max", max(figures["latency"])),
+            row("    trigger's work (decode, replay, commit), p50", statistics.median(figures["trigger"])),
             _goal("(c) commit to image p50", latency, GOAL_LATENCY_S),
         ]
         rows += time_travel(warehouse, pipeline, churn_from)
         files = len(warehouse.table("partitions").file_uris())
-        rows.append(_row("`partitions` current table at the end", files, "files", notes=(
+        rows.append(row("`partitions` current table at the end", files, "files", notes=(
             f"{math.ceil(PARTITIONS / max(files, 1)):,} rows a file on average")))
-    rows.append(_row("load average at the end", os.getloadavg()[0], ""))
+    rows.append(row("load average at the end", os.getloadavg()[0], ""))
     return rows
