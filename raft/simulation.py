@@ -89,7 +89,7 @@ class Simulation:
         self.reconfigure = self.rng.random() < 0.5 if reconfigure is None else reconfigure
         with_observer = self.rng.random() < 0.5 if observer is None else observer
         with_observer = with_observer or self.reconfigure
-        self.observers = (count + 1,) if with_observer else ()
+        self.observers: tuple[int, ...] = (count + 1,) if with_observer else ()
         self.node_ids = self.voters + self.observers
         self.nodes = {node_id: SimNode(node_id) for node_id in self.node_ids}
         self.faults = NetworkFaults(

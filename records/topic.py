@@ -25,7 +25,10 @@ def encode_key(base_offset: int) -> bytes:
     return LOG_KEY.pack(base_offset)
 
 
-def decode_key(key: bytes) -> int:
+def decode_key(key: bytes | None) -> int:
+    """The base offset a log batch's message key names (a consumed message may have no key: an error)."""
+    if key is None:
+        raise ValueError("a metadata message without a key: its batch's base offset is unknown")
     return LOG_KEY.unpack(key)[0]
 
 

@@ -101,7 +101,7 @@ def test_fencing_after_the_session_timeout(harness: Harness) -> None:
     assert sorted(c.partition_id for c in changes) == list(range(6))  # broker 2 was in every ISR
     for change in changes:
         assert type(change) is mt.PartitionChangeRecord and change.topic_id == topic_id
-        assert 2 not in change.isr
+        assert change.isr is not None and 2 not in change.isr
         assert (change.leader != -2) == (change.partition_id in led)  # a new leader only where 2 led
     assert harness.image.cluster.brokers[2].fenced
     assert all(p.leader != 2 and 2 not in p.isr for p in harness.image.topics.by_name["t"].partitions.values())
@@ -110,7 +110,7 @@ def test_fencing_after_the_session_timeout(harness: Harness) -> None:
     assert harness.records_after(mark) == []  # fenced once
 
 
-def test_last_isr_member_stays_in_the_isr_without_a_leader(make_harness) -> None:  # type: ignore[no-untyped-def]
+def test_last_isr_member_stays_in_the_isr_without_a_leader(make_harness) -> None:
     harness = make_harness(bootstrap_features={})  # without ELRs (see test_elr.py for the ISR emptying)
     harness.elect(1)
     harness.register(0)
@@ -134,7 +134,7 @@ def test_controlled_shutdown_moves_leaders_first(harness: Harness) -> None:
     assert records[0] == mt.BrokerRegistrationChangeRecord(
         broker_id=1, broker_epoch=harness.epochs[1], fenced=0, in_controlled_shutdown=1
     )
-    assert all(type(r) is mt.PartitionChangeRecord and 1 not in r.isr for r in records[1:])
+    assert all(type(r) is mt.PartitionChangeRecord and r.isr is not None and 1 not in r.isr for r in records[1:])
     assert all(p.leader != 1 for p in harness.image.topics.by_name["t"].partitions.values())
     # The others have not reported the moves yet: broker 1 must keep waiting.
     assert harness.heartbeat(1, want_shutdown=True).state is BrokerState.CONTROLLED_SHUTDOWN
@@ -164,7 +164,9 @@ def test_a_new_incarnation_is_refused_while_the_old_one_heartbeats(harness: Harn
     harness.register(2, generation=1, unfence=False)  # the old one went silent: it crashed
     records = harness.records_after(mark)
     assert type(records[-1]) is mt.RegisterBrokerRecord and records[-1].incarnation_id == incarnation(2, 1)
-    assert records[:-1] and all(type(r) is mt.PartitionChangeRecord and 2 not in r.isr for r in records[:-1])
+    assert records[:-1] and all(
+        type(r) is mt.PartitionChangeRecord and r.isr is not None and 2 not in r.isr for r in records[:-1]
+    )
 
 
 def test_unregister(harness: Harness) -> None:

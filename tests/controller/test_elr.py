@@ -158,7 +158,7 @@ def test_min_isr_change_and_elr_feature_off_clear_the_elrs(harness: Harness) -> 
     assert harness.partition("t", 0).elr == ()
 
 
-def test_elr_needs_metadata_version_4_0_iv1(make_harness) -> None:  # type: ignore[no-untyped-def]
+def test_elr_needs_metadata_version_4_0_iv1(make_harness) -> None:
     h = make_harness(metadata_version="4.0-IV0")
     h.elect(1)
     assert "eligible.leader.replicas.version" not in h.image.features.finalized  # off by default before 4.1

@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from controller.publisher import decode_key
+from jobs.kafka_source import message_value
 from kraftlake.broker import LocalBroker
 from raft.log import LOG_DIR_NAME
 from raft.server import describe_quorum
@@ -50,7 +51,7 @@ def read_topic(bootstrap: str, topic: str) -> list[tuple[int, bytes]]:
         while len(messages) < high - low:
             message = consumer.poll(30)
             assert message is not None and message.error() is None, message and message.error()
-            messages.append((decode_key(message.key()), message.value()))
+            messages.append((decode_key(message.key()), message_value(message)))
         return messages
     finally:
         consumer.close()

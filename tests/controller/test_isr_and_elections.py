@@ -16,6 +16,7 @@ from controller.errors import (
     StaleBrokerEpochError,
     UnknownTopicError,
 )
+from controller.replication import IsrChangeOutcome
 from records import metadata_types as mt
 from replay.configs import BROKER, TOPIC
 from tests.controller.conftest import Harness
@@ -29,7 +30,9 @@ def _topic(h: Harness, name: str = "t", assignments: dict[int, list[int]] | None
     return h.image.topics.by_name[name].topic_id
 
 
-def _shrink(h: Harness, topic: str, partition: int, isr: tuple[int, ...], broker: int | None = None) -> object:
+def _shrink(
+    h: Harness, topic: str, partition: int, isr: tuple[int, ...], broker: int | None = None
+) -> IsrChangeOutcome:
     p = h.partition(topic, partition)
     leader = p.leader if broker is None else broker
     [outcome] = h.wait(h.controller.alter_partition(leader, h.epochs[leader], [

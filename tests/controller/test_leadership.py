@@ -61,7 +61,9 @@ def test_an_operation_failing_between_batches_writes_an_abort(make_harness, monk
 
     def broken_create(ctx, topics):
         good = create_topics(ctx, topics)
-        bad = mt.PartitionChangeRecord(partition_id=99, topic_id=good.response["half"].topic_id, isr=(0,))
+        topic_id = good.response["half"].topic_id
+        assert topic_id is not None
+        bad = mt.PartitionChangeRecord(partition_id=99, topic_id=topic_id, isr=(0,))
         return ControllerResult([*good.records, bad], good.response)
 
     monkeypatch.setattr(replication, "create_topics", broken_create)

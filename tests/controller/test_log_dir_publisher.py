@@ -129,10 +129,10 @@ def test_corrupt_or_truncated_input_stops_at_the_bad_batch(
     data = source.read_bytes()
     cases = {"corrupt": bytearray(data), "truncated": bytearray(data[: bad_position + 30])}
     cases["corrupt"][bad_position + 65] ^= 0x40  # inside the records: the CRC no longer matches
-    for name, data in cases.items():
+    for name, case in cases.items():
         directory = tmp_path / name / "__cluster_metadata-0"
         directory.mkdir(parents=True)
-        (directory / SEGMENT).write_bytes(bytes(data))
+        (directory / SEGMENT).write_bytes(bytes(case))
         topic = create_topic(bootstrap)
         assert publish(directory, bootstrap, topic) == 2
         error = capsys.readouterr().err

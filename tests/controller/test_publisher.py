@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient
 
 from controller import LocalMetadataLog
 from controller.publisher import MetadataPublisher, PublisherConfig, decode_key
+from jobs.kafka_source import message_value
 from kraftlake.broker import LocalBroker
 from records import decode_batch
 from records import metadata_types as mt
@@ -41,7 +42,7 @@ def read_topic(bootstrap: str, topic: str) -> list[tuple[int, bytes]]:
         while len(out) < high - low:
             message = consumer.poll(30)
             assert message is not None and message.error() is None, message and message.error()
-            out.append((decode_key(message.key()), message.value()))
+            out.append((decode_key(message.key()), message_value(message)))
         return out
     finally:
         consumer.close()

@@ -50,7 +50,7 @@ def test_same_incarnation_writes_nothing_a_new_one_replaces_it(harness: Harness)
     assert harness.image.cluster.controllers[2].incarnation_id == incarnation(102, 1)
 
 
-def test_registration_is_refused_before_3_7(make_harness) -> None:  # type: ignore[no-untyped-def]
+def test_registration_is_refused_before_3_7(make_harness) -> None:
     h = make_harness(metadata_version="3.6")
     h.elect(1)
     with pytest.raises(UnsupportedVersionError, match=r"metadata\.version 15"):

@@ -32,6 +32,7 @@ def test_create_topic_writes_topic_configs_and_partitions(harness: Harness) -> N
         [NewTopic("orders", 12, 3, configs={"retention.ms": "-1", "cleanup.policy": "compact"})]
     ))["orders"]
     records = harness.records_after(mark)
+    assert outcome.topic_id is not None
     assert records[0] == mt.TopicRecord(name="orders", topic_id=outcome.topic_id)
     assert records[1:3] == [
         mt.ConfigRecord(resource_type=2, resource_name="orders", name="cleanup.policy", value="compact"),

@@ -22,7 +22,7 @@ class RecordingListener:
         self.snapshots: list[SnapshotReader] = []
         self.leaders: list[tuple[int | None, int]] = []
 
-    def handle_commit(self, batches: list[RecordBatch]) -> None:
+    def handle_commit(self, batches: LazyBatches) -> None:
         self.committed += batches
 
     def handle_load_snapshot(self, reader: SnapshotReader) -> None:
@@ -154,10 +154,10 @@ def test_a_new_leader_hears_of_its_election_only_after_every_earlier_batch(tmp_p
             if envelope.source not in cut_off and envelope.destination in clients:
                 clients[envelope.destination].deliver(envelope.source, envelope.message)
 
-        config = {"voters": (1, 2, 3), "election_timeout_ms": 300.0, "fetch_timeout_ms": 600.0}
         listeners = {node: OrderListener(node) for node in (1, 2, 3)}
         for node in (1, 2, 3):
-            clients[node] = RaftClient(RaftConfig(node_id=node, **config), tmp_path / str(node), route)
+            config = RaftConfig(node_id=node, voters=(1, 2, 3), election_timeout_ms=300.0, fetch_timeout_ms=600.0)
+            clients[node] = RaftClient(config, tmp_path / str(node), route)
             clients[node].register(listeners[node])
             clients[node].start()
         old = await _leader_of(clients)

@@ -62,7 +62,8 @@ def test_an_observer_never_votes_nor_starts_an_election() -> None:
         observer.handle(cluster.now, 1, VoteRequest(3, 1, 2, 10, pre_vote))
         assert observer.take_outbox() == []
     assert observer.epoch == 0
-    assert cluster.stores[OBSERVER].state is not None and cluster.stores[OBSERVER].state.voted_id is None
+    state = cluster.stores[OBSERVER].state
+    assert state is not None and state.voted_id is None
     assert cluster.violations == []
 
 

@@ -85,7 +85,8 @@ def test_leader_sigkill_under_load_fails_over_and_the_node_rejoins(quorum: Quoru
         copies = {node: logs[node].get(offset) for node in logs}
         assert all(copy is not None for copy in copies.values()), f"committed offset {offset} missing: {copies}"
         assert len(set(copies.values())) == 1, f"committed offset {offset} differs between nodes"
-        assert copies[first["leaderId"]][1] == epoch
+        leader_copy = copies[first["leaderId"]]
+        assert leader_copy is not None and leader_copy[1] == epoch
 
 
 def test_the_whole_quorum_restarts_from_disk(quorum: QuorumProcesses, capsys: pytest.CaptureFixture[str]) -> None:
