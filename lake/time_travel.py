@@ -103,6 +103,14 @@ def _first_image(table: DeltaTable) -> ImageRow:
     return _image_row(table.to_pyarrow_table(filters=[("offset", "=", first)]).to_pylist()[0])
 
 
+def _history_start(table: DeltaTable) -> tuple[int, bool]:
+    """The first image's offset and whether it is a snapshot, without its `table_versions` map (a compacted
+    `images` file holds thousands of them: reading that column cost 15 ms a query)."""
+    first = _offset_bound(table, pc.min, "min.offset", -1)
+    row = table.to_pyarrow_table(columns=["snapshot"], filters=[("offset", "=", first)])
+    return first, bool(row["snapshot"][0].as_py())
+
+
 def _base_checkpoint(warehouse: Warehouse, offset: int) -> int:
     """The newest complete image checkpoint at or before `offset` (-1: none, start from the empty image).
     The `checkpoints` table holds one small row per checkpoint and is compacted like every table."""
@@ -124,9 +132,9 @@ def _checkpoint_for(warehouse: Warehouse, images: DeltaTable, offset: int) -> in
         raise TimeTravelError("the warehouse has no published image yet")
     if offset > last:
         raise TimeTravelError(f"offset {offset} is past the last published image (offset {last})")
-    first = _first_image(images)
-    if offset < first.offset and first.snapshot:
-        raise TimeTravelError(f"offset {offset} is before the history this warehouse holds (from {first.offset})")
+    first, snapshot = _history_start(images)
+    if offset < first and snapshot:
+        raise TimeTravelError(f"offset {offset} is before the history this warehouse holds (from {first})")
     return _base_checkpoint(warehouse, offset)
 
 
@@ -256,12 +264,13 @@ def _history_rows(warehouse: Warehouse, name: str, after: int, through: int) -> 
 def _provenance(warehouse: Warehouse, images: DeltaTable, offset: int) -> Provenance:
     """Epoch and append time of the batch holding `offset` (or of the snapshot image ending there)."""
     found = warehouse.table(BATCHES).to_pyarrow_table(
-        filters=[("base_offset", "<=", offset), ("last_offset", ">=", offset)]
+        columns=["last_offset", "epoch", "append_time_ms"],
+        filters=[("base_offset", "<=", offset), ("last_offset", ">=", offset)],
     )
     if found.num_rows:
         batch = found.to_pylist()[0]
         return Provenance(offset, batch["epoch"], batch["append_time_ms"], batch["last_offset"] == offset)
-    image = images.to_pyarrow_table(filters=[("offset", "=", offset)]).to_pylist()
+    image = images.to_pyarrow_table(columns=["epoch", "log_time_ms"], filters=[("offset", "=", offset)]).to_pylist()
     if image:
         return Provenance(offset, image[0]["epoch"], image[0]["log_time_ms"], True)
     return Provenance(offset, -1, -1, False)
