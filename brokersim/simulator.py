@@ -252,16 +252,24 @@ class BrokerSimulator:
             broker.shutting_down = True
             self.heartbeat(broker)
 
-    def _isr_change(self) -> None:
+    def _random_partition(self) -> tuple[str, str, dict[str, Any]] | None:
+        """A random partition of a random topic, as described now: (topic, partition id, state); None if
+        there is no topic yet or the controller cannot describe it."""
         if not self.topics:
-            return
+            return None
         topic = self.rng.choice(self.topics)
         try:
             partitions = self.admin.describe_topic(topic)["partitions"]
         except AdminError:
-            return
+            return None
         partition_id = self.rng.choice(sorted(partitions, key=int))
-        state = partitions[partition_id]
+        return topic, partition_id, partitions[partition_id]
+
+    def _isr_change(self) -> None:
+        picked = self._random_partition()
+        if picked is None:
+            return
+        topic, partition_id, state = picked
         leader = next((b for b in self.brokers if b.broker_id == state["leader"] and b.epoch is not None), None)
         if leader is None:
             return
@@ -327,15 +335,10 @@ class BrokerSimulator:
 
     def _reassign(self) -> None:
         """Move a partition to other brokers, or cancel a reassignment under way."""
-        if not self.topics:
+        picked = self._random_partition()
+        if picked is None:
             return
-        topic = self.rng.choice(self.topics)
-        try:
-            partitions = self.admin.describe_topic(topic)["partitions"]
-        except AdminError:
-            return
-        partition_id = self.rng.choice(sorted(partitions, key=int))
-        state = partitions[partition_id]
+        topic, partition_id, state = picked
         ongoing = bool(state["addingReplicas"] or state["removingReplicas"])
         live = [b.broker_id for b in self._live()]
         rf = len(state["replicas"]) - len(state["removingReplicas"])
