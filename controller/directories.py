@@ -17,12 +17,10 @@ from controller.errors import (
     UnknownTopicError,
     UnsupportedVersionError,
 )
-from controller.partition_change import Election, build_partition_change
 from controller.replication import (
     elr_policy,
-    is_acceptable_leader,
     registered_broker,
-    unclean_election_enabled,
+    removing_broker_change,
 )
 from controller.versions import MV_3_7_IV2
 from controller.working_state import ControllerState
@@ -135,15 +133,7 @@ def _leave_isr(
         partition = changed.get((topic_id, partition_id)) or state.partition(topic_id, partition_id)
         if partition is None:
             continue
-        topic_name = state.topic_name(topic_id) or ""
-        record = build_partition_change(
-            topic_id, partition_id, partition,
-            target_isr=tuple(b for b in partition.isr if b != broker_id),
-            election=Election.UNCLEAN if unclean_election_enabled(state, topic_name) else Election.ONLINE,
-            is_acceptable_leader=lambda b: is_acceptable_leader(state, b, excluded=broker_id),
-            metadata_version=ctx.metadata_version,
-            elr=elr_policy(state, topic_id),
-        )
+        record = removing_broker_change(ctx, topic_id, partition_id, partition, broker_id, elr_policy(state, topic_id))
         if record is not None:
             records.append(record)
     return records

@@ -175,6 +175,24 @@ def usable_brokers(state: ControllerState) -> list[UsableBroker]:
     ]
 
 
+def removing_broker_change(
+    ctx: WriteContext, topic_id: str, partition_id: int, partition: PartitionRegistration, broker_id: int,
+    elr: ElrPolicy,
+) -> Any | None:
+    """The PartitionChangeRecord that takes `broker_id` out of the partition's ISR and leadership (None: no
+    change), electing uncleanly where the topic allows it."""
+    state = ctx.state
+    topic_name = state.topic_name(topic_id) or ""
+    return build_partition_change(
+        topic_id, partition_id, partition,
+        target_isr=tuple(b for b in partition.isr if b != broker_id),
+        election=Election.UNCLEAN if unclean_election_enabled(state, topic_name) else Election.ONLINE,
+        is_acceptable_leader=lambda b: is_acceptable_leader(state, b, excluded=broker_id),
+        metadata_version=ctx.metadata_version,
+        elr=elr,
+    )
+
+
 def partition_updates_removing(ctx: WriteContext, broker_id: int, *, unclean_shutdown: bool = False) -> list[Any]:
     """PartitionChangeRecords taking `broker_id` out of the ISR and leadership of every partition it is in;
     after an unclean shutdown out of the ELRs too (its log may have lost acknowledged writes)."""
@@ -188,15 +206,8 @@ def partition_updates_removing(ctx: WriteContext, broker_id: int, *, unclean_shu
     for topic_id, partition_id in sorted(keys):
         partition = state.partition(topic_id, partition_id)
         assert partition is not None
-        topic_name = state.topic_name(topic_id) or ""
-        record = build_partition_change(
-            topic_id, partition_id, partition,
-            target_isr=tuple(b for b in partition.isr if b != broker_id),
-            election=Election.UNCLEAN if unclean_election_enabled(state, topic_name) else Election.ONLINE,
-            is_acceptable_leader=lambda b: is_acceptable_leader(state, b, excluded=broker_id),
-            metadata_version=ctx.metadata_version,
-            elr=policies.get(topic_id) or policies.setdefault(topic_id, elr_policy(state, topic_id, shutdown)),
-        )
+        elr = policies.get(topic_id) or policies.setdefault(topic_id, elr_policy(state, topic_id, shutdown))
+        record = removing_broker_change(ctx, topic_id, partition_id, partition, broker_id, elr)
         if record is not None:
             records.append(record)
     return records
