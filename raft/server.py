@@ -245,24 +245,19 @@ class AppendSession:
 
     async def append(self, records: int = 1) -> dict[str, Any]:
         """One attempt: `{"offset", "epoch"}` once committed, or `{"error", ...}` (not_leader, unreachable)."""
-        target = self.leader if self.leader is not None else min(self.config.voters)
-        try:
-            response = await self._call(target, {"kind": "append", "records": records})
-        except (OSError, TimeoutError, asyncio.IncompleteReadError):
-            self.leader = self._next_after(target)
-            return {"error": "unreachable", "node": target}
-        if response.get("error") == "not_leader":
-            leader = response.get("leaderId")
-            self.leader = leader if leader in self.config.nodes else self._next_after(target)
-        return response
+        return await self._call_leader({"kind": "append", "records": records})
 
     async def change_voters(self, add: bool, node_id: int) -> dict[str, Any]:
         """One AddRaftVoter / RemoveRaftVoter attempt through the leader: `{"offset", "epoch", "voters"}` once
         the new voter set committed it, else `{"error", ...}` (not_leader, unreachable, Kafka's error codes)."""
+        return await self._call_leader({"kind": "add_voter" if add else "remove_voter", "nodeId": node_id})
+
+    async def _call_leader(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Send `request` to the leader as far as this session knows it; on no answer or not_leader, move on to
+        the leader named in the refusal, else the next node, for the caller's next attempt."""
         target = self.leader if self.leader is not None else min(self.config.voters)
-        kind = "add_voter" if add else "remove_voter"
         try:
-            response = await self._call(target, {"kind": kind, "nodeId": node_id})
+            response = await self._call(target, request)
         except (OSError, TimeoutError, asyncio.IncompleteReadError):
             self.leader = self._next_after(target)
             return {"error": "unreachable", "node": target}
