@@ -2,9 +2,10 @@
 
 Every table is appended to (or merged into) once per image, so without compaction its file count, and with
 it the cost of every write and read, would grow with the warehouse's age. The sink compacts a table as soon
-as it holds `compact_above_files` small files beyond one per bucket (one `optimize.compact` commit, atomic:
-readers see the files before or after it, both the same rows). `kraftlake maintain` does the rest for
-operators: compaction of whatever is small, a Delta checkpoint, removal of expired log files, and VACUUM.
+as it holds `compact_above_files` small files beyond one per bucket (one commit, atomic: readers see the
+files before or after it, both the same rows; an append-only table stays in offset order, `lake.compaction`).
+`kraftlake maintain` does the rest for operators: compaction of whatever is small, a Delta checkpoint,
+removal of expired log files, and VACUUM.
 Time travel reads only the latest version of each table, so none of it takes an offset away; a VACUUM with
 a retention shorter than the longest running read may fail that read (never a later one). Each step is
 idempotent: a crash anywhere is finished by running maintenance again.
@@ -23,7 +24,8 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from failpoints import failpoint
-from lake.warehouse import Warehouse, all_tables, writer_properties
+from lake.compaction import compact_in_order
+from lake.warehouse import Warehouse, all_tables, offset_column, writer_properties
 
 MIB = 1024 * 1024
 # A Delta log entry of a version: its commit, its checksum or a (possibly multi-part) checkpoint.
@@ -50,25 +52,34 @@ class TableReport:
     vacuumed: int
 
 
-def small_files(table: DeltaTable, policy: MaintenancePolicy) -> int:
-    """How many of the table's active files compaction could merge away: its files smaller than the
-    compaction target, less one per Delta partition holding any (the current tables are partitioned by
-    bucket, and a compaction never merges files of two partitions; one small file per bucket is the layout)."""
+def small_files(table: DeltaTable, policy: MaintenancePolicy) -> pa.Table:
+    """The add actions (flattened) of the table's files smaller than the compaction target."""
     actions = pa.table(table.get_add_actions(flatten=True))
-    if actions.num_rows == 0:
-        return 0
-    small = actions.filter(pc.less(actions["size_bytes"], policy.target_file_bytes))
+    return actions.filter(pc.less(actions["size_bytes"], policy.target_file_bytes)) if actions.num_rows else actions
+
+
+def mergeable(small: pa.Table) -> int:
+    """How many of `small` files compaction could merge away: all less one per Delta partition holding any
+    (the current tables are partitioned by bucket, and a compaction never merges files of two partitions;
+    one small file per bucket is the layout)."""
     partitions = [name for name in small.column_names if name.startswith("partition.")]
     holding = len(small.group_by(partitions).aggregate([])) if partitions and small.num_rows else min(1, small.num_rows)
     return small.num_rows - holding
 
 
-def compact_if_due(table: DeltaTable, policy: MaintenancePolicy, above: int | None = None) -> bool:
-    """Compact `table` when compaction would merge away more than `above` files (default: the policy's
-    `compact_above_files`, less one); True if it did."""
+def compact_if_due(
+    warehouse: Warehouse, name: str, table: DeltaTable, policy: MaintenancePolicy, above: int | None = None
+) -> bool:
+    """Compact table `name` (opened as `table`) when compaction would merge away more than `above` files
+    (default: the policy's `compact_above_files`, less one); True if it did. An append-only table keeps its
+    offset order (`lake.compaction`); a current table is compacted per bucket by delta-rs."""
     limit = policy.compact_above_files - 1 if above is None else above
-    if small_files(table, policy) <= limit:
+    small = small_files(table, policy)
+    if mergeable(small) <= limit:
         return False
+    column = offset_column(name)
+    if column is not None:
+        return compact_in_order(warehouse, name, table, column, small)
     table.optimize.compact(target_size=policy.target_file_bytes, writer_properties=writer_properties())
     return True
 
@@ -104,7 +115,7 @@ def maintain_table(
     """Compact every small file, checkpoint the Delta log, drop expired log files, vacuum."""
     table = warehouse.table(name)
     before = len(table.file_uris())
-    compact_if_due(table, policy, above=0)
+    compact_if_due(warehouse, name, table, policy, above=0)
     failpoint("maintain.after_compact")
     table = warehouse.table(name)
     table.create_checkpoint()

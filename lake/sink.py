@@ -321,7 +321,9 @@ class DeltaSink:
 
     def _maintain(self, tables: Iterator[str] | Sequence[str]) -> None:
         for name in dict.fromkeys(tables):
-            if (name in TABLES and self._rebucket_if_due(name)) or compact_if_due(self._table(name), self.policy):
+            if (name in TABLES and self._rebucket_if_due(name)) or compact_if_due(
+                self.warehouse, name, self._table(name), self.policy
+            ):
                 self._tables.pop(name, None)  # a rewritten table is reopened: its state starts small again
 
     def _rebucket_if_due(self, name: str) -> bool:

@@ -22,6 +22,7 @@ from deltalake import DeltaTable
 
 from image_schema.rebuild import image_from_rows
 from image_schema.tables import TABLES
+from lake.scan import scan
 from lake.warehouse import BATCHES, CHECKPOINTS, IMAGES, Warehouse, checkpoint_name, history_name, history_schema
 from replay.canonical import canonical_json
 from replay.image import MetadataImage, Provenance
@@ -95,26 +96,22 @@ def latest_image(warehouse: Warehouse) -> ImageRow:
 
 def first_image(warehouse: Warehouse) -> ImageRow:
     """The first published image: where the warehouse's history starts (a snapshot, or offset 0's log)."""
-    return _first_image(warehouse.table(IMAGES))
-
-
-def _first_image(table: DeltaTable) -> ImageRow:
+    table = warehouse.table(IMAGES)
     first = _offset_bound(table, pc.min, "min.offset", -1)
     return _image_row(table.to_pyarrow_table(filters=[("offset", "=", first)]).to_pylist()[0])
 
 
-def _history_start(table: DeltaTable) -> tuple[int, bool]:
-    """The first image's offset and whether it is a snapshot, without its `table_versions` map (a compacted
+def _history_start(warehouse: Warehouse, images: DeltaTable, first: int) -> bool:
+    """Whether the first image (at `first`) is a snapshot, without its `table_versions` map (a compacted
     `images` file holds thousands of them: reading that column cost 15 ms a query)."""
-    first = _offset_bound(table, pc.min, "min.offset", -1)
-    row = table.to_pyarrow_table(columns=["snapshot"], filters=[("offset", "=", first)])
-    return first, bool(row["snapshot"][0].as_py())
+    row = scan(warehouse, IMAGES, [("offset", "=", first)], ["snapshot"], table=images)
+    return bool(row["snapshot"][0].as_py())
 
 
 def _base_checkpoint(warehouse: Warehouse, offset: int) -> int:
     """The newest complete image checkpoint at or before `offset` (-1: none, start from the empty image).
     The `checkpoints` table holds one small row per checkpoint and is compacted like every table."""
-    found = warehouse.table(CHECKPOINTS).to_pyarrow_table(columns=["offset"], filters=[("offset", "<=", offset)])
+    found = scan(warehouse, CHECKPOINTS, [("offset", "<=", offset)], ["offset"])
     return pc.max(found["offset"]).as_py() if found.num_rows else -1
 
 
@@ -123,32 +120,38 @@ def checkpoint_for(warehouse: Warehouse, offset: int) -> int:
     can answer for `offset` (TimeTravelError otherwise). The image is that checkpoint's rows with each key's
     last history version in (checkpoint, offset] applied."""
     _require(warehouse)
-    return _checkpoint_for(warehouse, warehouse.table(IMAGES), offset)
+    _check_covered(warehouse, offset)
+    return _base_checkpoint(warehouse, offset)
 
 
-def _checkpoint_for(warehouse: Warehouse, images: DeltaTable, offset: int) -> int:
-    last = _offset_bound(images, pc.max, "max.offset", -1)
-    if last < 0:
+def _check_covered(warehouse: Warehouse, offset: int) -> None:
+    """Refuse an offset past the last published image or before a snapshot-started history: the bounds
+    come from the `images` files' statistics, the first image's kind from one file."""
+    images = warehouse.table(IMAGES)
+    actions = pa.table(images.get_add_actions(flatten=True))
+    if actions.num_rows == 0:
         raise TimeTravelError("the warehouse has no published image yet")
+    last = pc.max(actions["max.offset"]).as_py()
     if offset > last:
         raise TimeTravelError(f"offset {offset} is past the last published image (offset {last})")
-    first, snapshot = _history_start(images)
-    if offset < first and snapshot:
+    first = pc.min(actions["min.offset"]).as_py()
+    if offset < first and _history_start(warehouse, images, first):
         raise TimeTravelError(f"offset {offset} is before the history this warehouse holds (from {first})")
-    return _base_checkpoint(warehouse, offset)
 
 
 def image_at_offset(warehouse: Warehouse, offset: int) -> WarehouseImage:
     """Each table at `offset`: the newest image checkpoint at or before it plus the history rows since, both
-    read from the tables' latest versions with filters that prune by file statistics. `images` is opened
-    once: it commits with every image, so opening it costs the most."""
+    read from the tables' latest versions with filters that prune by file statistics. The bookkeeping
+    tables are read side by side (`images` and `batches` commit with every image, so opening them costs
+    the most), then the sub-image tables."""
     _require(warehouse)
-    images = warehouse.table(IMAGES)
-    since = _checkpoint_for(warehouse, images, offset)
     with ThreadPoolExecutor(max_workers=READERS) as readers:  # delta-rs and Arrow release the GIL
-        tables = dict(zip(TABLES, readers.map(lambda name: _table_at(warehouse, name, since, offset), TABLES),
-                          strict=True))
-    return WarehouseImage(_provenance(warehouse, images, offset), tables)
+        base = readers.submit(_base_checkpoint, warehouse, offset)
+        provenance = readers.submit(_provenance, warehouse, offset)
+        _check_covered(warehouse, offset)
+        since = base.result()
+        tables = readers.map(lambda name: _table_at(warehouse, name, since, offset), TABLES)
+        return WarehouseImage(provenance.result(), dict(zip(TABLES, tables, strict=True)))
 
 
 def _table_at(warehouse: Warehouse, name: str, checkpoint: int, offset: int) -> pa.Table:
@@ -223,8 +226,9 @@ def _last_offset_at(warehouse: Warehouse, time_ms: int) -> int | None:
     if early.num_rows == 0:
         return None
     newest = pc.max(early["min.last_offset"]).as_py()
-    found = table.to_pyarrow_table(
-        columns=["last_offset"], filters=[("append_time_ms", "<=", time_ms), ("last_offset", ">=", newest)]
+    found = scan(
+        warehouse, BATCHES, [("append_time_ms", "<=", time_ms), ("last_offset", ">=", newest)], ["last_offset"],
+        table=table,
     )
     return pc.max(found["last_offset"]).as_py() if found.num_rows else None
 
@@ -244,10 +248,7 @@ def _checkpoint_table(warehouse: Warehouse, name: str, checkpoint: int) -> pa.Ta
     schema = TABLES[name].schema
     if checkpoint < 0:
         return schema.empty_table()
-    rows = warehouse.table(checkpoint_name(name)).to_pyarrow_table(
-        columns=schema.names, filters=[("checkpoint_offset", "=", checkpoint)]
-    )
-    return rows.cast(schema)
+    return scan(warehouse, checkpoint_name(name), [("checkpoint_offset", "=", checkpoint)], schema.names)
 
 
 def _history_table(warehouse: Warehouse, name: str, after: int, through: int) -> pa.Table:
@@ -256,21 +257,19 @@ def _history_table(warehouse: Warehouse, name: str, after: int, through: int) ->
 
 def _history_rows(warehouse: Warehouse, name: str, after: int, through: int) -> pa.Table:
     """The table's history rows in (after, through], unordered: the filter prunes files by statistics."""
-    return warehouse.table(history_name(name)).to_pyarrow_table(
-        filters=[("from_offset", ">", after), ("from_offset", "<=", through)]
-    )
+    return scan(warehouse, history_name(name), [("from_offset", ">", after), ("from_offset", "<=", through)])
 
 
-def _provenance(warehouse: Warehouse, images: DeltaTable, offset: int) -> Provenance:
+def _provenance(warehouse: Warehouse, offset: int) -> Provenance:
     """Epoch and append time of the batch holding `offset` (or of the snapshot image ending there)."""
-    found = warehouse.table(BATCHES).to_pyarrow_table(
-        columns=["last_offset", "epoch", "append_time_ms"],
-        filters=[("base_offset", "<=", offset), ("last_offset", ">=", offset)],
+    found = scan(
+        warehouse, BATCHES, [("base_offset", "<=", offset), ("last_offset", ">=", offset)],
+        ["last_offset", "epoch", "append_time_ms"],
     )
     if found.num_rows:
         batch = found.to_pylist()[0]
         return Provenance(offset, batch["epoch"], batch["append_time_ms"], batch["last_offset"] == offset)
-    image = images.to_pyarrow_table(columns=["epoch", "log_time_ms"], filters=[("offset", "=", offset)]).to_pylist()
+    image = scan(warehouse, IMAGES, [("offset", "=", offset)], ["epoch", "log_time_ms"]).to_pylist()
     if image:
         return Provenance(offset, image[0]["epoch"], image[0]["log_time_ms"], True)
     return Provenance(offset, -1, -1, False)

@@ -31,7 +31,9 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 from deltalake import DeltaTable, WriterProperties
+from deltalake.fs import DeltaStorageHandler
 
 from image_schema.tables import TABLES
 
@@ -161,6 +163,18 @@ def checkpoint_schema(table: str) -> pa.Schema:
     return TABLES[table].schema.append(CHECKPOINT_COLUMN)
 
 
+def offset_column(name: str) -> str | None:
+    """The column an append-only table is written in the order of, which its reads filter on (None: a
+    current table, whose rows are merged, not appended)."""
+    if name in TABLES:
+        return None
+    if name.endswith("_history"):
+        return HISTORY_COLUMNS[0].name
+    if name.endswith("_checkpoints"):
+        return CHECKPOINT_COLUMN.name
+    return "base_offset" if name == BATCHES else "offset"
+
+
 def all_tables() -> dict[str, pa.Schema]:
     """Every Delta table of a warehouse, by name, with its schema."""
     tables: dict[str, pa.Schema] = {}
@@ -201,6 +215,12 @@ class Warehouse:
 
     def table_uri(self, table: str) -> str:
         return f"{self.uri}/{table}"
+
+    def filesystem(self, table: str, known_sizes: dict[str, int] | None = None) -> pafs.FileSystem:
+        """A table's directory as an Arrow filesystem (delta-rs's object store: local or remote alike), for
+        files read or written outside delta-rs; `known_sizes` (path: bytes, from the add actions) spares
+        an object store a request per file read."""
+        return pafs.PyFileSystem(DeltaStorageHandler(self.table_uri(table), self._options(), known_sizes))
 
     def _options(self) -> dict[str, str] | None:
         return dict(self.storage_options) or None

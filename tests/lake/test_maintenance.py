@@ -104,7 +104,8 @@ def test_the_sink_keeps_file_counts_bounded(ingested_once: dict[str, Warehouse])
 
 
 @pytest.mark.parametrize(
-    "failpoint", ["maintain.after_compact:5", "maintain.after_checkpoint:9", "maintain.after_vacuum:20"]
+    "failpoint",
+    ["compaction.after_write:2", "maintain.after_compact:5", "maintain.after_checkpoint:9", "maintain.after_vacuum:20"],
 )
 def test_crash_in_maintenance_then_rerun(
     failpoint: str, samples_dir: Path, tmp_path: Path, ingested_once: dict[str, Warehouse]

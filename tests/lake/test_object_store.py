@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 
 from lake.ingest import ingest
+from lake.maintenance import MaintenancePolicy
 from lake.time_travel import image_at_offset, last_published_offset
 from lake.warehouse import Warehouse
 from replay.canonical import canonical_json
@@ -17,6 +18,7 @@ from tests.fixtures.s3 import S3Store
 
 SAMPLE = "Niloufar1171_LDI-POC"
 KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli"]
+SMALL_POLICY = MaintenancePolicy(checkpoint_min_rows=10, compact_above_files=3)
 
 
 def _flags(options: dict[str, str]) -> list[str]:
@@ -29,9 +31,10 @@ def _ingest_cli(directory: Path, uri: str, options: dict[str, str]) -> subproces
 
 
 def test_ingest_on_s3_equals_replay(s3_store: S3Store, samples_dir: Path) -> None:
+    """With image checkpoints and compactions (small policy numbers), as a long run on S3 has them."""
     directory = samples_dir / SAMPLE
     warehouse = Warehouse(s3_store.uri(f"ingest-{uuid.uuid4().hex[:8]}"), s3_store.storage_options())
-    ingest(directory, warehouse, image_every=500)
+    ingest(directory, warehouse, image_every=200, policy=SMALL_POLICY)
     last = last_published_offset(warehouse)
     for offset in sorted({0, 4, 5, 100, 1000, last // 2, last - 1, last}):
         from_lake = canonical_json(image_at_offset(warehouse, offset).to_image(), provenance=False)
