@@ -6,21 +6,22 @@ as it holds `compact_above_files` small files beyond one per bucket (one commit,
 files before or after it, both the same rows; an append-only table stays in offset order, `lake.compaction`).
 `kraftlake maintain` does the rest for operators: compaction of whatever is small, a Delta checkpoint,
 removal of expired log files, and VACUUM.
-Time travel reads only the latest version of each table, so none of it takes an offset away; a VACUUM with
-a retention shorter than the longest running read may fail that read (never a later one). Each step is
-idempotent: a crash anywhere is finished by running maintenance again.
+Time travel reads only the latest version of each table, so none of it takes an offset away. A full VACUUM
+deletes a removed file once its tombstone (kept 5 minutes) expired and the file is older than the retention,
+so a read running longer than 5 minutes across it may fail (never a later one). Each step is idempotent: a
+crash anywhere is finished by running maintenance again.
 """
 
 from __future__ import annotations
 
-import os
+import contextlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 from deltalake import DeltaTable
 
 from failpoints import failpoint
@@ -84,28 +85,32 @@ def compact_if_due(
     return True
 
 
-def prune_local_log(table_path: str, keep_versions: int = KEEP_LOG_VERSIONS) -> int:
-    """Delete the `_delta_log` entries of a local table older than its newest Delta checkpoint that is at
+def prune_log(warehouse: Warehouse, name: str, keep_versions: int = KEEP_LOG_VERSIONS) -> int:
+    """Delete the `_delta_log` entries of table `name` older than its newest Delta checkpoint that is at
     least `keep_versions` behind its last version; the number deleted.
 
-    delta-rs lists a local `_delta_log` whole on every commit and every open (object stores list from the
-    checkpoint on), so a log kept by age costs more the faster commits come: 5 minutes of log is 300
-    commits at an image a second, thousands while a backlog is caught up. Counting versions keeps it
-    bounded at any rate. Opening the latest version needs only the newest checkpoint and the commits after
-    it; the margin lets a handle up to `keep_versions` behind still catch up incrementally. Time travel
-    never reads an old Delta version, so no offset goes away with these files."""
-    log = Path(table_path) / "_delta_log"
-    entries = [(int(match[1]), name) for name in os.listdir(log) if (match := _LOG_ENTRY.match(name))]
+    delta-rs lists a local `_delta_log` whole on every commit and open, and on every store its expired-log
+    cleanup lists it whole at each Delta checkpoint, so a log kept by age costs more the faster commits come:
+    5 minutes of log is 300 commits at an image a second, thousands while a backlog is caught up. Counting
+    versions keeps it bounded at any rate, on a disk or an object store alike. Opening the latest version
+    needs only the newest checkpoint and the commits after it; the margin lets a handle up to
+    `keep_versions` behind still catch up incrementally. Time travel never reads an old Delta version, so
+    no offset goes away with these files."""
+    filesystem = warehouse.filesystem(name)
+    listing = filesystem.get_file_info(pafs.FileSelector("_delta_log"))
+    names = [info.base_name for info in listing]
+    entries = [(int(match[1]), entry) for entry in names if (match := _LOG_ENTRY.match(entry))]
     if not entries:
         return 0
     newest = max(version for version, _ in entries)
-    checkpoints = [version for version, name in entries if "checkpoint" in name and version <= newest - keep_versions]
+    checkpoints = [version for version, entry in entries if "checkpoint" in entry and version <= newest - keep_versions]
     if not checkpoints:
         return 0
     keep_from = max(checkpoints)
-    stale = [name for version, name in entries if version < keep_from]
-    for name in stale:
-        (log / name).unlink(missing_ok=True)
+    stale = [entry for version, entry in entries if version < keep_from]
+    for entry in stale:
+        with contextlib.suppress(FileNotFoundError):  # another pruner (sink, `kraftlake maintain`) was first
+            filesystem.delete_file(f"_delta_log/{entry}")
     return len(stale)
 
 
@@ -121,8 +126,7 @@ def maintain_table(
     table.create_checkpoint()
     failpoint("maintain.after_checkpoint")
     table.cleanup_metadata()
-    if warehouse.is_local:
-        prune_local_log(warehouse.table_uri(name))
+    prune_log(warehouse, name)
     vacuumed = table.vacuum(  # full: also the files whose tombstones a checkpoint no longer carries
         retention_hours=policy.vacuum_retention_hours if retention_hours is None else retention_hours,
         dry_run=False, enforce_retention_duration=False, full=True,

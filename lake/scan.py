@@ -16,8 +16,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
-from deltalake import DeltaTable
 
+from lake.handles import OPEN_TABLES
 from lake.warehouse import Warehouse, all_tables
 
 Filter = tuple[str, str, Any]  # (column, one of = < <= > >=, value): a conjunction of them selects rows
@@ -25,23 +25,28 @@ _PARQUET = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragment
 _COMPARE = {"=": "equal", "<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal"}
 
 
-def scan(
-    warehouse: Warehouse, name: str, filters: Sequence[Filter], columns: Sequence[str] | None = None,
-    table: DeltaTable | None = None,
-) -> pa.Table:
-    """The rows of table `name` (opened as `table`, or now) matching every filter, unordered; `columns`
-    None: all of them."""
-    table = warehouse.table(name) if table is None else table
-    files = matching_files(pa.table(table.get_add_actions(flatten=True)), filters)
+def scan(warehouse: Warehouse, name: str, filters: Sequence[Filter], columns: Sequence[str] | None = None) -> pa.Table:
+    """The rows of table `name`'s latest version matching every filter, unordered; `columns` None: all.
+    A file gone between the listing and the read (a table rebuilt under the same URI, a VACUUM racing the
+    read) makes the read start again once, from a freshly opened table."""
     wanted = all_tables()[name]
     wanted = pa.schema([wanted.field(column) for column in columns]) if columns is not None else wanted
+    try:
+        return _scan(warehouse, name, filters, wanted)
+    except FileNotFoundError:
+        OPEN_TABLES.forget(warehouse, name)
+        return _scan(warehouse, name, filters, wanted)
+
+
+def _scan(warehouse: Warehouse, name: str, filters: Sequence[Filter], wanted: pa.Schema) -> pa.Table:
+    with OPEN_TABLES.latest(warehouse, name) as table:
+        files = matching_files(pa.table(table.get_add_actions(flatten=True)), filters)
+        schema = pa.schema(table.schema().to_arrow())
     if files.num_rows == 0:
         return wanted.empty_table()
     paths = files["path"].to_pylist()
     filesystem = warehouse.filesystem(name, known_sizes=dict(zip(paths, files["size_bytes"].to_pylist(), strict=True)))
-    dataset = ds.FileSystemDataset.from_paths(
-        paths, schema=pa.schema(table.schema().to_arrow()), format=_PARQUET, filesystem=filesystem
-    )
+    dataset = ds.FileSystemDataset.from_paths(paths, schema=schema, format=_PARQUET, filesystem=filesystem)
     return dataset.to_table(columns=wanted.names, filter=_expression(filters)).cast(wanted)
 
 

@@ -28,7 +28,8 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from failpoints import failpoint
 from image_schema.changes import RowVersion
 from image_schema.tables import TABLES, Row
-from lake.maintenance import MaintenancePolicy, compact_if_due, prune_local_log
+from lake.handles import OPEN_TABLES
+from lake.maintenance import MaintenancePolicy, compact_if_due, prune_log
 from lake.warehouse import (
     BATCHES,
     BATCHES_SCHEMA,
@@ -41,6 +42,7 @@ from lake.warehouse import (
     IMAGES_SCHEMA,
     ROWS_PER_BUCKET,
     Warehouse,
+    all_tables,
     buckets_for,
     buckets_of,
     checkpoint_name,
@@ -54,7 +56,8 @@ from replay.image import MetadataImage, Provenance
 
 DELETED = "_deleted"
 REOPEN_EVERY_COMMITS = 100
-PRUNE_EVERY_COMMITS = 10  # one listing of a local `_delta_log` (about 120 entries)
+SWEEP_EVERY_IMAGES = 100  # then every table no image wrote since the last sweep gets its small files merged
+PRUNE_EVERY_COMMITS = 10  # one listing of the `_delta_log` (about 120 entries)
 # a current table is re-bucketed when its rows per bucket leave [ROWS_PER_BUCKET / SHRINK_BELOW,
 # ROWS_PER_BUCKET * GROW_ABOVE]: a table hovering at a size never flips between two counts
 GROW_ABOVE = 2
@@ -108,6 +111,7 @@ class DeltaSink:
         self, warehouse: Warehouse, app_id: str = "kraftlake", policy: MaintenancePolicy | None = None
     ) -> None:
         warehouse.create()
+        OPEN_TABLES.forget(warehouse)  # readers of this process may hold handles of a warehouse rebuilt here
         self.warehouse = warehouse
         self.app_id = app_id
         self.policy = policy or MaintenancePolicy()
@@ -115,6 +119,8 @@ class DeltaSink:
         self._commits: dict[str, int] = {}
         self._through: dict[str, int] = {}
         self._buckets: dict[str, int] = {}  # bucket count of each current table that holds files
+        self._written_since_sweep: set[str] = set()
+        self._images_since_sweep = 0
         self._history_rows = self._last_image_history_rows()
         self._checkpoint = self._last_checkpoint()
 
@@ -205,6 +211,7 @@ class DeltaSink:
         if image is not None and image.provenance.offset == self.last_published():
             self._checkpoint_if_due(image)  # also on a rerun: a crash may have cut it short
         self._maintain([*(write.table for write in writes), IMAGES])
+        self._sweep_if_due([write.table for write in writes], published)
         return published
 
     def _batches_write(self, batches: Sequence[RecordBatch]) -> TableWrite | None:
@@ -326,6 +333,21 @@ class DeltaSink:
             ):
                 self._tables.pop(name, None)  # a rewritten table is reopened: its state starts small again
 
+    def _sweep_if_due(self, written: Sequence[str], published: bool) -> None:
+        """Every SWEEP_EVERY_IMAGES images, merge the small files of each table no image wrote since the
+        last sweep. A table that went quiet (the ISR churn is over) would otherwise keep up to
+        `compact_above_files` small files for good, and every read of its latest offsets open them all."""
+        self._written_since_sweep.update([*written, IMAGES] if published else written)
+        self._images_since_sweep += published
+        if self._images_since_sweep < SWEEP_EVERY_IMAGES:
+            return
+        for name in all_tables():
+            if name not in self._written_since_sweep and compact_if_due(
+                self.warehouse, name, self._table(name), self.policy, above=0
+            ):
+                self._tables.pop(name, None)
+        self._written_since_sweep, self._images_since_sweep = set(), 0
+
     def _rebucket_if_due(self, name: str) -> bool:
         """Rewrite a current table with the bucket count its size calls for, once its rows per bucket left
         the range that count is for; one overwrite commit, so readers see the old files or the new."""
@@ -359,11 +381,12 @@ class DeltaSink:
 
     def _committed(self, name: str, offset: int) -> None:
         """Note the commit (delta-rs already moved the handle to it); reopen the handle every
-        REOPEN_EVERY_COMMITS commits, as a long-open one gets slower with every commit, and prune a local
-        table's log every PRUNE_EVERY_COMMITS, as delta-rs lists it whole on every commit."""
+        REOPEN_EVERY_COMMITS commits, as a long-open one gets slower with every commit, and prune the
+        table's log every PRUNE_EVERY_COMMITS, as delta-rs lists a local one whole on every commit (and any
+        one at every Delta checkpoint)."""
         self._through[name] = offset
         count = self._commits[name] = self._commits.get(name, 0) + 1
         if count % REOPEN_EVERY_COMMITS == 0:
             self._tables.pop(name, None)
-        if count % PRUNE_EVERY_COMMITS == 0 and self.warehouse.is_local:
-            prune_local_log(self.warehouse.table_uri(name))
+        if count % PRUNE_EVERY_COMMITS == 0:
+            prune_log(self.warehouse, name)

@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
 
 from image_schema.rebuild import image_from_rows
 from image_schema.tables import TABLES
+from lake.handles import OPEN_TABLES
 from lake.scan import scan
 from lake.warehouse import BATCHES, CHECKPOINTS, IMAGES, Warehouse, checkpoint_name, history_name, history_schema
 from replay.canonical import canonical_json
@@ -29,6 +30,7 @@ from replay.image import MetadataImage, Provenance
 
 _INDEX = "__kraftlake_row"
 READERS = 4  # tables read at once by `image_at_offset`
+_NOT_A_WAREHOUSE = "{uri} is not a kraftlake warehouse (no images table)"
 
 
 class TimeTravelError(Exception):
@@ -72,18 +74,28 @@ def _image_row(r: dict[str, Any]) -> ImageRow:
 
 def _require(warehouse: Warehouse) -> None:
     if not warehouse.exists():
-        raise TimeTravelError(f"{warehouse.uri} is not a kraftlake warehouse (no images table)")
+        raise TimeTravelError(_NOT_A_WAREHOUSE.format(uri=warehouse.uri))
+
+
+def _images_files(warehouse: Warehouse) -> pa.Table:
+    """The add actions (flattened) of `images`' files, from the table's latest version: their offset
+    statistics bound what the warehouse can answer for without a scan."""
+    try:
+        with OPEN_TABLES.latest(warehouse, IMAGES) as images:
+            return pa.table(images.get_add_actions(flatten=True))
+    except TableNotFoundError as error:
+        raise TimeTravelError(_NOT_A_WAREHOUSE.format(uri=warehouse.uri)) from error
 
 
 def last_published_offset(warehouse: Warehouse) -> int:
     """The offset of the last published image (-1: none), from the `images` files' statistics: no scan."""
-    _require(warehouse)
-    return _offset_bound(warehouse.table(IMAGES), pc.max, "max.offset", -1)
+    files = _images_files(warehouse)
+    return pc.max(files["max.offset"]).as_py() if files.num_rows else -1
 
 
-def _offset_bound(table: DeltaTable, aggregate: Any, column: str, default: int) -> int:
-    actions = pa.table(table.get_add_actions(flatten=True))
-    return default if actions.num_rows == 0 else aggregate(actions[column]).as_py()
+def _first_published_offset(warehouse: Warehouse) -> int:
+    files = _images_files(warehouse)
+    return pc.min(files["min.offset"]).as_py() if files.num_rows else -1
 
 
 def latest_image(warehouse: Warehouse) -> ImageRow:
@@ -91,20 +103,25 @@ def latest_image(warehouse: Warehouse) -> ImageRow:
     last = last_published_offset(warehouse)
     if last < 0:
         raise TimeTravelError("the warehouse has no published image yet")
-    return _image_row(warehouse.table(IMAGES).to_pyarrow_table(filters=[("offset", "=", last)]).to_pylist()[0])
+    return _image_at(warehouse, last)
 
 
 def first_image(warehouse: Warehouse) -> ImageRow:
     """The first published image: where the warehouse's history starts (a snapshot, or offset 0's log)."""
-    table = warehouse.table(IMAGES)
-    first = _offset_bound(table, pc.min, "min.offset", -1)
-    return _image_row(table.to_pyarrow_table(filters=[("offset", "=", first)]).to_pylist()[0])
+    first = _first_published_offset(warehouse)
+    if first < 0:
+        raise TimeTravelError("the warehouse has no published image yet")
+    return _image_at(warehouse, first)
 
 
-def _history_start(warehouse: Warehouse, images: DeltaTable, first: int) -> bool:
+def _image_at(warehouse: Warehouse, offset: int) -> ImageRow:
+    return _image_row(scan(warehouse, IMAGES, [("offset", "=", offset)]).to_pylist()[0])
+
+
+def _history_start(warehouse: Warehouse, first: int) -> bool:
     """Whether the first image (at `first`) is a snapshot, without its `table_versions` map (a compacted
     `images` file holds thousands of them: reading that column cost 15 ms a query)."""
-    row = scan(warehouse, IMAGES, [("offset", "=", first)], ["snapshot"], table=images)
+    row = scan(warehouse, IMAGES, [("offset", "=", first)], ["snapshot"])
     return bool(row["snapshot"][0].as_py())
 
 
@@ -119,7 +136,6 @@ def checkpoint_for(warehouse: Warehouse, offset: int) -> int:
     """The image checkpoint the image at `offset` is rebuilt from (-1: the empty image), once the warehouse
     can answer for `offset` (TimeTravelError otherwise). The image is that checkpoint's rows with each key's
     last history version in (checkpoint, offset] applied."""
-    _require(warehouse)
     _check_covered(warehouse, offset)
     return _base_checkpoint(warehouse, offset)
 
@@ -127,15 +143,14 @@ def checkpoint_for(warehouse: Warehouse, offset: int) -> int:
 def _check_covered(warehouse: Warehouse, offset: int) -> None:
     """Refuse an offset past the last published image or before a snapshot-started history: the bounds
     come from the `images` files' statistics, the first image's kind from one file."""
-    images = warehouse.table(IMAGES)
-    actions = pa.table(images.get_add_actions(flatten=True))
+    actions = _images_files(warehouse)
     if actions.num_rows == 0:
         raise TimeTravelError("the warehouse has no published image yet")
     last = pc.max(actions["max.offset"]).as_py()
     if offset > last:
         raise TimeTravelError(f"offset {offset} is past the last published image (offset {last})")
     first = pc.min(actions["min.offset"]).as_py()
-    if offset < first and _history_start(warehouse, images, first):
+    if offset < first and _history_start(warehouse, first):
         raise TimeTravelError(f"offset {offset} is before the history this warehouse holds (from {first})")
 
 
@@ -144,7 +159,6 @@ def image_at_offset(warehouse: Warehouse, offset: int) -> WarehouseImage:
     read from the tables' latest versions with filters that prune by file statistics. The bookkeeping
     tables are read side by side (`images` and `batches` commit with every image, so opening them costs
     the most), then the sub-image tables."""
-    _require(warehouse)
     with ThreadPoolExecutor(max_workers=READERS) as readers:  # delta-rs and Arrow release the GIL
         base = readers.submit(_base_checkpoint, warehouse, offset)
         provenance = readers.submit(_provenance, warehouse, offset)
@@ -218,18 +232,16 @@ def image_offset_at_time(warehouse: Warehouse, time_ms: int) -> int:
 def _last_offset_at(warehouse: Warehouse, time_ms: int) -> int | None:
     """The last offset of the last batch appended at or before `time_ms`. Append times grow with offsets,
     so the file statistics say which file holds it; only that file (and any it overlaps) is read."""
-    table = warehouse.table(BATCHES)
-    actions = pa.table(table.get_add_actions(flatten=True))
+    with OPEN_TABLES.latest(warehouse, BATCHES) as table:
+        actions = pa.table(table.get_add_actions(flatten=True))
     if actions.num_rows == 0:
         return None
     early = actions.filter(pc.less_equal(actions["min.append_time_ms"], time_ms))
     if early.num_rows == 0:
         return None
     newest = pc.max(early["min.last_offset"]).as_py()
-    found = scan(
-        warehouse, BATCHES, [("append_time_ms", "<=", time_ms), ("last_offset", ">=", newest)], ["last_offset"],
-        table=table,
-    )
+    in_range = [("append_time_ms", "<=", time_ms), ("last_offset", ">=", newest)]
+    found = scan(warehouse, BATCHES, in_range, ["last_offset"])
     return pc.max(found["last_offset"]).as_py() if found.num_rows else None
 
 

@@ -84,8 +84,8 @@ CHECKPOINT_COLUMN = pa.field("checkpoint_offset", pa.int64())
 # image, a bucketed merge at 1M partitions about 100 (35,000 tombstones made a checkpoint 3.9 MB and its read
 # 0.15 s). Tombstones are therefore kept 5 minutes, so what a table's open costs is bounded by 5 minutes of
 # commits, not by the hour or day a longer retention would pile up. Removed files stay on disk until a VACUUM
-# (`kraftlake maintain`, which keeps them an hour by default: `MaintenancePolicy.vacuum_retention_hours`).
-# The log itself is pruned by the sink (`lake.maintenance.prune_local_log`) besides delta-rs's cleanup by age.
+# (`kraftlake maintain`: at least 5 minutes after their removal and an hour after their writing, by default).
+# The log itself is pruned by the sink (`lake.maintenance.prune_log`) besides delta-rs's cleanup by age.
 TABLE_PROPERTIES = {
     "delta.checkpointInterval": "10",
     "delta.logRetentionDuration": "interval 5 minutes",

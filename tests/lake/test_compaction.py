@@ -1,6 +1,7 @@
 """Compaction of the append-only tables: rows stay in offset order round after round (so row groups keep
 narrow offset statistics), no row is lost or doubled, the commit changes no data, and a compaction that
-lost a race to another leaves the table as it was."""
+lost a race to another leaves the table as it was; the sink's sweep merges the small files of a table that
+went quiet."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ import pyarrow.parquet as pq
 from deltalake import write_deltalake
 
 from lake.maintenance import MaintenancePolicy, compact_if_due, small_files
+from lake.pipeline import MetadataPipeline
+from lake.sink import SWEEP_EVERY_IMAGES
+from lake.time_travel import image_at_offset
 from lake.warehouse import BATCHES, BATCHES_SCHEMA, ROW_GROUP_ROWS, Warehouse, history_name, history_schema
+from records import RecordBatch, make_batch, wire
+from records import metadata_types as mt
 
 POLICY = MaintenancePolicy(compact_above_files=4)
 
@@ -100,3 +106,32 @@ def test_a_compaction_that_lost_the_race_leaves_the_table_as_it_was(tmp_path: Pa
     assert len(small_files(table, POLICY)) == 1
     files_after = set(Path(warehouse.table_uri(BATCHES)).glob("*.parquet"))
     assert len(files_after - files_before) == 1  # the winner's file; the loser deleted its own
+
+
+def _isr_change(offset: int, topic: str, isr: tuple[int, ...]) -> RecordBatch:
+    return make_batch(offset, 1, 1_000 + offset, [mt.PartitionChangeRecord(partition_id=0, topic_id=topic, isr=isr)])
+
+
+def test_a_table_that_went_quiet_is_compacted_by_the_sweep(tmp_path: Path) -> None:
+    """ISR churn leaves `partitions_history` a few small files; once no image wrote it for a whole sweep
+    period, they become one, and time travel still answers the same."""
+    warehouse = Warehouse(tmp_path / "warehouse")
+    pipeline = MetadataPipeline(warehouse)
+    topic = wire.uuid_to_text((3).to_bytes(16, "big"))
+    log = [make_batch(0, 1, 1_000, [
+        mt.FeatureLevelRecord(name="metadata.version", feature_level=21),
+        mt.TopicRecord(name="t", topic_id=topic),
+        mt.PartitionRecord(partition_id=0, topic_id=topic, replicas=(1, 2), isr=(1, 2), leader=1),
+    ])]
+    log += [_isr_change(log[0].last_offset + 1 + n, topic, (1,) if n % 2 else (1, 2)) for n in range(5)]
+    for batch in log:
+        pipeline.load(batch)
+        pipeline.commit()
+    history = history_name("partitions")
+    assert len(warehouse.table(history).file_uris()) == 6
+    during = image_at_offset(warehouse, log[-1].last_offset).canonical_json(None)
+    for n in range(2 * SWEEP_EVERY_IMAGES):  # written in the first sweep's period: merged by the second
+        pipeline.load(make_batch(log[-1].last_offset + 1 + n, 1, 9_000 + n, [mt.NoOpRecord()]))
+        pipeline.commit()
+    assert len(warehouse.table(history).file_uris()) == 1
+    assert image_at_offset(warehouse, log[-1].last_offset).canonical_json(None) == during

@@ -5,12 +5,14 @@ answering as before."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 from deltalake import DeltaTable, write_deltalake
 
-from lake.maintenance import KEEP_LOG_VERSIONS, prune_local_log
+from lake.maintenance import KEEP_LOG_VERSIONS, prune_log
 from lake.pipeline import MetadataPipeline
 from lake.time_travel import image_at_offset
 from lake.warehouse import TABLE_PROPERTIES, Warehouse, all_tables
@@ -19,6 +21,7 @@ from records import metadata_types as mt
 from replay.canonical import canonical_json
 from replay.image import MetadataImage
 from replay.loader import BatchLoader
+from tests.fixtures.s3 import S3Store
 
 INTERVAL = int(TABLE_PROPERTIES["delta.checkpointInterval"])
 
@@ -29,6 +32,7 @@ def _log_versions(table_path: Path) -> list[int]:
 
 
 def test_prune_keeps_the_latest_version_and_a_margin(tmp_path: Path) -> None:
+    warehouse = Warehouse(tmp_path)
     path = tmp_path / "table"
     write_deltalake(path, pa.table({"n": [0]}), configuration=dict(TABLE_PROPERTIES))
     behind = None
@@ -37,15 +41,29 @@ def test_prune_keeps_the_latest_version_and_a_margin(tmp_path: Path) -> None:
         write_deltalake(path, pa.table({"n": [n]}), mode="append")
         if n == commits - KEEP_LOG_VERSIONS + 1:
             behind = DeltaTable(path)  # a reader that opened the table just inside the margin
-    assert prune_local_log(str(path)) > 0
+    assert prune_log(warehouse, "table") > 0
     versions = _log_versions(path)
     assert versions[0] > 0 and versions[-1] == commits
     assert versions[-1] - versions[0] <= KEEP_LOG_VERSIONS + INTERVAL
-    assert prune_local_log(str(path)) == 0  # nothing more to do until the table moves on
+    assert prune_log(warehouse, "table") == 0  # nothing more to do until the table moves on
     assert sorted(DeltaTable(path).to_pyarrow_table()["n"].to_pylist()) == list(range(commits + 1))
     assert behind is not None
     behind.update_incremental()
     assert behind.version() == commits
+
+
+def test_prune_works_on_an_object_store(s3_store: S3Store) -> None:
+    warehouse = Warehouse(s3_store.uri(f"prune-{uuid.uuid4().hex[:8]}"), s3_store.storage_options())
+    uri, options = warehouse.table_uri("table"), s3_store.storage_options()
+    write_deltalake(uri, pa.table({"n": [0]}), configuration=dict(TABLE_PROPERTIES), storage_options=options)
+    commits = KEEP_LOG_VERSIONS + 2 * INTERVAL
+    for n in range(1, commits + 1):
+        write_deltalake(uri, pa.table({"n": [n]}), mode="append", storage_options=options)
+    assert prune_log(warehouse, "table") > 0
+    listing = warehouse.filesystem("table").get_file_info(pafs.FileSelector("_delta_log"))
+    versions = sorted({int(info.base_name[:20]) for info in listing if info.base_name[:20].isdigit()})
+    assert versions[0] > 0 and versions[-1] == commits
+    assert sorted(warehouse.table("table").to_pyarrow_table()["n"].to_pylist()) == list(range(commits + 1))
 
 
 def _noop_log(count: int) -> list[RecordBatch]:
