@@ -1,8 +1,10 @@
 """Run the benchmarks and rewrite their sections of BENCHMARKS.md: `python -m bench [name ...]`.
 
 Every module `bench/bench_<name>.py` exposes `run() -> list[dict]` (rows with name, value, unit, notes) and
-owns the section `## <name>` of BENCHMARKS.md. Only the sections of the modules that ran are regenerated,
-so one slow benchmark never forces rerunning the others, and figures always say which machine made them.
+owns the section `## <name>` of BENCHMARKS.md: its docstring, the table, and its optional `NOTES` text
+(measurements made once, e.g. how a design was chosen, kept under the table). Only the sections of the
+modules that ran are regenerated, so one slow benchmark never forces rerunning the others, and figures
+always say which machine made them.
 """
 
 from __future__ import annotations
@@ -55,7 +57,9 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def render_section(name: str, doc: str, rows: list[dict[str, Any]], host: str, when: datetime.datetime) -> str:
+def render_section(
+    name: str, doc: str, rows: list[dict[str, Any]], host: str, when: datetime.datetime, notes: str = ""
+) -> str:
     lines = [f"## {name}", ""]
     if doc:
         lines += [doc, ""]
@@ -68,6 +72,8 @@ def render_section(name: str, doc: str, rows: list[dict[str, Any]], host: str, w
     for row in rows:
         cells = (row["name"], format_value(row["value"]), row.get("unit", ""), row.get("notes", ""))
         lines.append("| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |")
+    if notes:
+        lines += ["", notes]
     return "\n".join(lines) + "\n"
 
 
@@ -107,7 +113,8 @@ def main(argv: Sequence[str]) -> int:
         print(f"bench: running {name} ...", file=sys.stderr, flush=True)
         rows = module.run()
         doc = (module.__doc__ or "").strip()
-        section = render_section(name, doc, rows, host, datetime.datetime.now(datetime.UTC))
+        notes = getattr(module, "NOTES", "").strip()  # measurements made once, kept under the table
+        section = render_section(name, doc, rows, host, datetime.datetime.now(datetime.UTC), notes)
         print(section)
         # read just before writing: another run may have rewritten other sections meanwhile
         report = REPORT.read_text() if REPORT.exists() else PREAMBLE

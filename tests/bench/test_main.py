@@ -41,3 +41,13 @@ def test_values_are_formatted_for_reading() -> None:
 
 def test_modules_are_discovered() -> None:
     assert "records" in available()
+
+
+def test_notes_stay_under_the_table_when_a_section_is_regenerated() -> None:
+    rows = [{"name": "commit", "value": 0.2, "unit": "s"}]
+    notes = "How the layout was chosen: one file 0.9 s, 1,024 buckets 0.26 s."
+    report = replace_section(PREAMBLE, "lake", render_section("lake", "Doc.", rows, "CPU", WHEN, notes))
+    rows[0]["value"] = 0.3
+    report = replace_section(report, "lake", render_section("lake", "Doc.", rows, "CPU", WHEN, notes))
+    assert report.count(notes) == 1
+    assert report.index("| commit | 0.3 | s |  |") < report.index(notes)
