@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from lake.handles import OPEN_TABLES
-from lake.warehouse import Warehouse, all_tables
+from lake.warehouse import Warehouse, all_tables, partition_columns
 
 Filter = tuple[str, str, Any]  # (column, one of = < <= > >=, value): a conjunction of them selects rows
 _PARQUET = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True))
@@ -28,7 +28,10 @@ _COMPARE = {"=": "equal", "<": "less", "<=": "less_equal", ">": "greater", ">=":
 def scan(warehouse: Warehouse, name: str, filters: Sequence[Filter], columns: Sequence[str] | None = None) -> pa.Table:
     """The rows of table `name`'s latest version matching every filter, unordered; `columns` None: all.
     A file gone between the listing and the read (a table rebuilt under the same URI, a VACUUM racing the
-    read) makes the read start again once, from a freshly opened table."""
+    read) makes the read start again once, from a freshly opened table. For the unpartitioned tables (all
+    but the current ones, whose `bucket` lives in the file paths)."""
+    if partition_columns(name):
+        raise ValueError(f"scan reads the unpartitioned tables; {name} is partitioned by {partition_columns(name)}")
     wanted = all_tables()[name]
     wanted = pa.schema([wanted.field(column) for column in columns]) if columns is not None else wanted
     try:

@@ -53,9 +53,11 @@ def test_only_files_that_may_match_are_read(warehouse: Warehouse) -> None:
     assert matching_files(actions, [("no_such_column", "=", 1)]).num_rows == 10  # no statistics: kept
 
 
-def test_an_unsupported_operator_is_refused(warehouse: Warehouse) -> None:
+def test_an_unsupported_operator_or_a_partitioned_table_is_refused(warehouse: Warehouse) -> None:
     with pytest.raises(ValueError, match="'in' on base_offset"):
         scan(warehouse, BATCHES, [("base_offset", "in", [1, 2])])
+    with pytest.raises(ValueError, match="partitions is partitioned by"):
+        scan(warehouse, "partitions", [])
 
 
 def test_a_kept_handle_sees_every_later_commit(warehouse: Warehouse) -> None:
