@@ -93,25 +93,22 @@ def last_published_offset(warehouse: Warehouse) -> int:
     return pc.max(files["max.offset"]).as_py() if files.num_rows else -1
 
 
-def _first_published_offset(warehouse: Warehouse) -> int:
+def _published_range(warehouse: Warehouse) -> tuple[int, int]:
+    """The first and the last published image's offsets, from the `images` files' statistics: no scan."""
     files = _images_files(warehouse)
-    return pc.min(files["min.offset"]).as_py() if files.num_rows else -1
+    if files.num_rows == 0:
+        raise TimeTravelError("the warehouse has no published image yet")
+    return pc.min(files["min.offset"]).as_py(), pc.max(files["max.offset"]).as_py()
 
 
 def latest_image(warehouse: Warehouse) -> ImageRow:
     """The last published image's row, read by its offset (file statistics prune the rest)."""
-    last = last_published_offset(warehouse)
-    if last < 0:
-        raise TimeTravelError("the warehouse has no published image yet")
-    return _image_at(warehouse, last)
+    return _image_at(warehouse, _published_range(warehouse)[1])
 
 
 def first_image(warehouse: Warehouse) -> ImageRow:
     """The first published image: where the warehouse's history starts (a snapshot, or offset 0's log)."""
-    first = _first_published_offset(warehouse)
-    if first < 0:
-        raise TimeTravelError("the warehouse has no published image yet")
-    return _image_at(warehouse, first)
+    return _image_at(warehouse, _published_range(warehouse)[0])
 
 
 def _image_at(warehouse: Warehouse, offset: int) -> ImageRow:
@@ -143,13 +140,9 @@ def checkpoint_for(warehouse: Warehouse, offset: int) -> int:
 def _check_covered(warehouse: Warehouse, offset: int) -> None:
     """Refuse an offset past the last published image or before a snapshot-started history: the bounds
     come from the `images` files' statistics, the first image's kind from one file."""
-    actions = _images_files(warehouse)
-    if actions.num_rows == 0:
-        raise TimeTravelError("the warehouse has no published image yet")
-    last = pc.max(actions["max.offset"]).as_py()
+    first, last = _published_range(warehouse)
     if offset > last:
         raise TimeTravelError(f"offset {offset} is past the last published image (offset {last})")
-    first = pc.min(actions["min.offset"]).as_py()
     if offset < first and _history_start(warehouse, first):
         raise TimeTravelError(f"offset {offset} is before the history this warehouse holds (from {first})")
 
@@ -217,9 +210,7 @@ def image_at_time(warehouse: Warehouse, time_ms: int) -> WarehouseImage:
 def image_offset_at_time(warehouse: Warehouse, time_ms: int) -> int:
     """The offset of the image `image_at_time` reads: the last one appended at or before `time_ms`, capped
     at the last published image."""
-    last = last_published_offset(warehouse)
-    if last < 0:
-        raise TimeTravelError("the warehouse has no published image yet")
+    last = _published_range(warehouse)[1]
     offset = _last_offset_at(warehouse, time_ms)
     if offset is None:
         first = first_image(warehouse)
