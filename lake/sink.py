@@ -326,10 +326,11 @@ class DeltaSink:
         self._append(CHECKPOINTS, data, provenance.offset, provenance)
         self._checkpoint = state
 
-    def _maintain(self, tables: Iterator[str] | Sequence[str]) -> None:
+    def _maintain(self, tables: Iterator[str] | Sequence[str], above: int | None = None) -> None:
+        """Re-bucket or compact each of `tables` that is due (`above`: as `compact_if_due`'s)."""
         for name in dict.fromkeys(tables):
             if (name in TABLES and self._rebucket_if_due(name)) or compact_if_due(
-                self.warehouse, name, self._table(name), self.policy
+                self.warehouse, name, self._table(name), self.policy, above
             ):
                 self._tables.pop(name, None)  # a rewritten table is reopened: its state starts small again
 
@@ -341,11 +342,7 @@ class DeltaSink:
         self._images_since_sweep += published
         if self._images_since_sweep < SWEEP_EVERY_IMAGES:
             return
-        for name in all_tables():
-            if name not in self._written_since_sweep and compact_if_due(
-                self.warehouse, name, self._table(name), self.policy, above=0
-            ):
-                self._tables.pop(name, None)
+        self._maintain([name for name in all_tables() if name not in self._written_since_sweep], above=0)
         self._written_since_sweep, self._images_since_sweep = set(), 0
 
     def _rebucket_if_due(self, name: str) -> bool:

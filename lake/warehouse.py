@@ -168,9 +168,9 @@ def offset_column(name: str) -> str | None:
     current table, whose rows are merged, not appended)."""
     if name in TABLES:
         return None
-    if name.endswith("_history"):
+    if any(name == history_name(table) for table in TABLES):
         return HISTORY_COLUMNS[0].name
-    if name.endswith("_checkpoints"):
+    if any(name == checkpoint_name(table) for table in TABLES):
         return CHECKPOINT_COLUMN.name
     return "base_offset" if name == BATCHES else "offset"
 
