@@ -6,19 +6,36 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(BIN)/python
 
-.PHONY: run test lint typecheck bench clean install pyfiles
+JARS := build/jars
+JAR_STAMPS := $(JARS)/kafka/.fetched $(JARS)/kafka-shell/.fetched $(JARS)/spark/.fetched
+ORACLE := $(JARS)/oracle/classes/.compiled
 
-install: $(STAMP)
+.PHONY: run test lint typecheck bench clean install pyfiles jars
 
-# delta-spark pins pyspark<=4.2 while this project needs pyspark 4.3 (Python streaming data sources);
-# its Python API is only a thin wrapper over jars we never load here, so it goes in without its pins.
+install: $(STAMP) jars
+
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
-	$(BIN)/python -m pip install -q --no-deps delta-spark==4.4.1
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+	command -v mvn >/dev/null && command -v javac >/dev/null || (apt-get update && apt-get install -y maven openjdk-17-jdk-headless)
 	touch $(STAMP)
+
+# Java artifacts, one folder per set (settings/jars.py says which is which): Maven copies each pom's
+# dependencies; the Spark set then drops what pyspark's own jars already hold.
+jars: $(JAR_STAMPS) $(ORACLE)
+
+$(JARS)/%/.fetched: java/%/pom.xml $(STAMP)
+	rm -rf $(JARS)/$*
+	mvn -q -B -f java/$*/pom.xml dependency:copy-dependencies -DexcludeScope=provided -DoutputDirectory=$(CURDIR)/$(JARS)/$*
+	test "$*" != spark || $(BIN)/python -m settings.jars prune $(JARS)/spark
+	touch $@
+
+$(ORACLE): $(wildcard java/oracle/src/*.java) $(JARS)/kafka/.fetched
+	rm -rf $(JARS)/oracle/classes && mkdir -p $(JARS)/oracle/classes
+	test -z "$(wildcard java/oracle/src/*.java)" || javac -d $(JARS)/oracle/classes -cp '$(JARS)/kafka/*' $(wildcard java/oracle/src/*.java)
+	touch $@
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -26,11 +43,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: $(STAMP) typecheck
+test: install typecheck
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+bench: install
 	$(BIN)/python -m bench
 
 # The project's packages for a Spark cluster's executors: spark-submit --py-files build/kraftlake-pyfiles.zip
@@ -38,7 +55,7 @@ bench: $(STAMP)
 pyfiles: $(STAMP)
 	$(BIN)/python -m jobs.pyfiles build/kraftlake-pyfiles.zip
 
-run: $(STAMP)
+run: install
 	$(BIN)/kraftlake demo
 
 clean:
