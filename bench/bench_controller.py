@@ -25,10 +25,10 @@ from confluent_kafka import Consumer, TopicPartition
 from brokersim.simulator import BrokerSimulator, SimulationConfig
 from controller.admin_client import AdminClient
 from controller.publisher import PublisherConfig, resume_offset
-from jobs.kafka_source import message_value
 from kraftlake.broker import LocalBroker
 from raft.server import describe_quorum
 from records import decode_batch
+from records.topic import message_value
 from tests.harness.processes import ControllerProcesses
 
 SECONDS = 10.0

@@ -46,8 +46,8 @@ from deltalake import DeltaTable
 
 from bench import row
 from image_schema.changes import ChangeRecorder
-from jobs.kafka_source import message_value
-from jobs.materialize import MaterializeConfig, MicroBatchWriter, collect_messages, decode_messages, local_spark
+from jobs.kafka_topic import collect_messages
+from jobs.materialize import MaterializeConfig, MicroBatchWriter, decode_messages, local_spark
 from jobs.materialize import start_query as start_materialize
 from kraftlake.broker import LocalBroker
 from lake.gc_pause import paused_collector
@@ -56,7 +56,7 @@ from lake.time_travel import image_at_offset, published_images
 from lake.warehouse import IMAGES, Warehouse
 from records import RecordBatch, encode_batch, make_batch, wire
 from records import metadata_types as mt
-from records.topic import MAX_MESSAGE_BYTES
+from records.topic import MAX_MESSAGE_BYTES, message_value
 from replay.canonical import canonical_json
 from replay.loader import BatchLoader
 from replay.log_replay import cut_batches
@@ -223,8 +223,8 @@ def consume_all(bootstrap: str, topic: str, count: int) -> int:
 class TimedWriter(MicroBatchWriter):
     """The job's foreachBatch, noting when each micro-batch arrives and how long its driver-side steps take."""
 
-    def __init__(self, config: MaterializeConfig) -> None:
-        super().__init__(config)
+    def __init__(self, config: MaterializeConfig, spark: Any) -> None:
+        super().__init__(config, spark)
         self.micro_batches: list[tuple[float, float, float]] = []  # (arrived at, collect s, write s)
 
     def __call__(self, frame: Any, batch_id: int) -> None:
@@ -282,7 +282,7 @@ def bootstrap(spark: Any, log: ControllerLog, partitions: int) -> list[dict[str,
         consume_all(broker.bootstrap_servers, topic, len(log.batches))
         rows.append(row(f"{label}: consume only (confluent-kafka)", time.perf_counter() - start))
         config = _config(broker, topic, root, available_now=True)
-        writer = TimedWriter(config)
+        writer = TimedWriter(config, spark)
         start, started_at = time.monotonic(), time.time()
         query = start_materialize(spark, config, writer)
         query.awaitTermination()
@@ -404,7 +404,7 @@ def steady_state_and_time_travel(spark: Any, log: ControllerLog) -> list[dict[st
         produce_all(broker.bootstrap_servers, topic, log.batches)
         config = _config(broker, topic, root, available_now=False)
         warehouse = Warehouse(config.warehouse)
-        writer = TimedWriter(config)
+        writer = TimedWriter(config, spark)
         query = start_materialize(spark, config, writer)
         try:
             wait_for(lambda: _last_published(warehouse) >= log.last_offset, 600, "the bootstrap image")

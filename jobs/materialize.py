@@ -20,14 +20,13 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-from jobs.kafka_source import SOURCE_NAME, KafkaSource, message_offset, message_value
+from jobs import kafka_topic
+from jobs.kafka_topic import KafkaTopicError, TopicMessage, collect_messages
 from jobs.store_errors import describe_store_error
 from lake.gc_pause import paused_collector
 from lake.pipeline import MetadataPipeline
@@ -52,16 +51,11 @@ class MaterializeConfig:
     max_offsets_per_trigger: int | None = None
     idle_publish_seconds: float = 0.0  # hold offset-only images this long (see lake.pipeline); 0: never
     storage_options: tuple[tuple[str, str], ...] = ()  # for the warehouse; delta-rs reads AWS_* besides
+    kafka_options: tuple[tuple[str, str], ...] = ()  # Kafka client options (Java names), Spark's `kafka.X`
 
 
 class MaterializeError(Exception):
     """A bad batch or record in the topic: the job stops with what and where, nothing past it published."""
-
-
-class TopicMessage(NamedTuple):
-    kafka_offset: int
-    key: bytes | None
-    value: bytes
 
 
 @dataclass
@@ -84,10 +78,12 @@ def decode_messages(topic: str, messages: Iterable[tuple[int, bytes]]) -> list[R
 
 
 class MicroBatchWriter:
-    """The foreachBatch function. Runs in the driver, so the replay state survives between micro-batches."""
+    """The foreachBatch function. Runs in the driver, so the replay state survives between micro-batches;
+    `spark` is the driver's session, for the reads a restart makes before the stream's first micro-batch."""
 
-    def __init__(self, config: MaterializeConfig) -> None:
+    def __init__(self, config: MaterializeConfig, spark: Any) -> None:
         self.config = config
+        self.spark = spark
         self.pipeline: MetadataPipeline | None = None
         self.failure: str | None = None
         self.pending_snapshot: PendingSnapshot | None = None
@@ -107,7 +103,7 @@ class MicroBatchWriter:
                     return
                 self.pipeline = self._rebuilt(before_kafka_offset=messages[0][0])
             self._apply(self.pipeline, messages)
-        except (MaterializeError, ReplayError) as error:
+        except (MaterializeError, ReplayError, KafkaTopicError) as error:
             self.failure = str(error)
             raise
         except OSError as error:  # the store refused or could not be reached: nothing past this was published
@@ -149,7 +145,7 @@ class MicroBatchWriter:
         earlier run may have been stopped holding one: rebuild from the topic first, then publish."""
         with paused_collector():
             if self.pipeline is None:
-                self.pipeline = self._rebuilt(before_kafka_offset=topic_end(self.config))
+                self.pipeline = self._rebuilt(before_kafka_offset=self._topic_end())
             self.pipeline.flush()
 
     def _load_log(self, pipeline: MetadataPipeline, run: list[TopicMessage]) -> None:
@@ -181,80 +177,28 @@ class MicroBatchWriter:
 
     def _catch_up(self, pipeline: MetadataPipeline, before_kafka_offset: int) -> None:
         """Replay what earlier runs of the job consumed (Kafka offsets before `before_kafka_offset`)."""
-        chunk: list[TopicMessage] = []
-        for message in read_topic(self.config, before_kafka_offset):
-            chunk.append(message)
-            if len(chunk) >= 10_000:
-                self._apply(pipeline, chunk)
-                chunk = []
-        self._apply(pipeline, chunk)
+        config = self.config
+        options = dict(config.kafka_options)
+        for chunk in kafka_topic.read_messages(
+            self.spark, config.bootstrap_servers, config.topic, options, before_kafka_offset
+        ):
+            self._apply(pipeline, chunk)
+
+    def _topic_end(self) -> int:
+        config = self.config
+        return kafka_topic.end_offset(
+            self.spark, config.bootstrap_servers, config.topic, dict(config.kafka_options), REBUILD_TIMEOUT_S
+        )
 
 
 def open_warehouse(uri: str, storage_options: tuple[tuple[str, str], ...]) -> Warehouse:
     return Warehouse(uri, dict(storage_options))
 
 
-def collect_messages(frame: Any) -> list[TopicMessage]:
-    """A micro-batch's messages, brought to the driver, in Kafka offset order."""
-    table = frame.select("offset", "key", "value").toArrow().sort_by("offset")
-    columns = (table.column(name).to_pylist() for name in ("offset", "key", "value"))
-    return [TopicMessage(*row) for row in zip(*columns, strict=True)]
-
-
-def topic_end(config: MaterializeConfig) -> int:
-    """The Kafka offset after the last message of partition 0."""
-    consumer = Consumer({"bootstrap.servers": config.bootstrap_servers, "group.id": f"kraftlake-end-{os.getpid()}"})
-    try:
-        _, high = consumer.get_watermark_offsets(TopicPartition(config.topic, 0), timeout=REBUILD_TIMEOUT_S)
-        return int(high)
-    finally:
-        consumer.close()
-
-
-def read_topic(config: MaterializeConfig, end_kafka_offset: int) -> Iterator[TopicMessage]:
-    """The messages of partition 0 from the start up to `end_kafka_offset` (exclusive)."""
-    if end_kafka_offset <= 0:
-        return
-    consumer = Consumer({
-        "bootstrap.servers": config.bootstrap_servers,
-        "group.id": f"kraftlake-rebuild-{os.getpid()}",
-        "enable.auto.commit": False,
-        "enable.partition.eof": True,
-    })
-    try:
-        consumer.assign([TopicPartition(config.topic, 0, 0)])
-        position = 0
-        while position < end_kafka_offset:
-            message = consumer.poll(REBUILD_TIMEOUT_S)
-            if message is None:
-                raise MaterializeError(
-                    f"rebuilding state: no message from {config.bootstrap_servers} topic {config.topic} "
-                    f"at Kafka offset {position} within {REBUILD_TIMEOUT_S:.0f} s"
-                )
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise MaterializeError(f"rebuilding state from {config.bootstrap_servers}: {error}")
-            offset = message_offset(message)
-            position = offset + 1
-            if offset < end_kafka_offset:
-                yield TopicMessage(offset, message.key(), message_value(message))
-    finally:
-        consumer.close()
-
-
 def start_query(spark: Any, config: MaterializeConfig, writer: MicroBatchWriter) -> Any:
-    spark.dataSource.register(KafkaSource)
-    reader = (
-        spark.readStream.format(SOURCE_NAME)
-        .option("bootstrap.servers", config.bootstrap_servers)
-        .option("topic", config.topic)
-        .option("startingOffsets", "earliest")
-    )
-    if config.max_offsets_per_trigger:
-        reader = reader.option("maxOffsetsPerTrigger", str(config.max_offsets_per_trigger))
-    stream = reader.load().writeStream.foreachBatch(writer).option("checkpointLocation", str(config.checkpoint))
+    options = dict(config.kafka_options)
+    frame = kafka_topic.stream(spark, config.bootstrap_servers, config.topic, options, config.max_offsets_per_trigger)
+    stream = frame.writeStream.foreachBatch(writer).option("checkpointLocation", str(config.checkpoint))
     if config.available_now:
         stream = stream.trigger(availableNow=True)
     else:
@@ -298,7 +242,7 @@ def launched_with_master() -> bool:
 def run(config: MaterializeConfig, spark: Any | None = None) -> None:
     """Run the job until it is stopped (or, with `available_now`, until the topic is drained)."""
     spark = spark or local_spark()
-    writer = MicroBatchWriter(config)
+    writer = MicroBatchWriter(config, spark)
     query = start_query(spark, config, writer)
     try:
         query.awaitTermination()
@@ -310,7 +254,7 @@ def run(config: MaterializeConfig, spark: Any | None = None) -> None:
 def concise_failure(text: str) -> str:
     """The line that says what went wrong, out of a streaming query's error (Python and JVM traces)."""
     for line in reversed(text.splitlines()):
-        for marker in ("KafkaSourceError: ", "RecordFormatError: ", "ReplayError: "):
+        for marker in ("KafkaTopicError: ", "RecordFormatError: ", "ReplayError: "):
             if marker in line:
                 return line.split(marker, 1)[1].strip()
     return f"the streaming query failed: {text.splitlines()[0] if text else 'no message'}"
@@ -329,8 +273,12 @@ def parse_args(argv: list[str] | None) -> MaterializeConfig:
                         help="an image that only moves offsets waits up to this long (0: publish every trigger)")
     parser.add_argument("--storage-option", dest="storage_options", action="append", type=storage_option,
                         default=[], metavar="KEY=VALUE", help="a delta-rs storage option for the warehouse")
+    parser.add_argument("--kafka-option", dest="kafka_options", action="append", type=storage_option, default=[],
+                        metavar="KEY=VALUE", help="a Kafka client option (e.g. security.protocol=SASL_SSL)")
     args = parser.parse_args(argv)
-    return MaterializeConfig(**{**vars(args), "storage_options": tuple(args.storage_options)})
+    return MaterializeConfig(**{
+        **vars(args), "storage_options": tuple(args.storage_options), "kafka_options": tuple(args.kafka_options),
+    })
 
 
 def storage_option(pair: str) -> tuple[str, str]:

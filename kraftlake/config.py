@@ -55,12 +55,13 @@ def add_warehouse_arguments(parser: Any) -> None:
                              "storage_options in the config and the AWS_* environment")
 
 
-def parse_storage_options(pairs: Iterable[str]) -> dict[str, str]:
+def parse_key_values(pairs: Iterable[str], flag: str = "--storage-option") -> dict[str, str]:
+    """KEY=VALUE flags (given repeatedly) as a dict; a pair without `=` names the flag it came with."""
     options: dict[str, str] = {}
     for pair in pairs:
         key, separator, value = pair.partition("=")
         if not separator or not key.strip():
-            raise UserFacingError(f"--storage-option {pair!r}: expected KEY=VALUE")
+            raise UserFacingError(f"{flag} {pair!r}: expected KEY=VALUE")
         options[key.strip()] = value
     return options
 
@@ -72,5 +73,5 @@ def resolve_warehouse(
     from settings import load_kraftlake
 
     settings = load_kraftlake(config_path)
-    options = {**settings.warehouse.storage_options, **parse_storage_options(option_pairs)}
+    options = {**settings.warehouse.storage_options, **parse_key_values(option_pairs)}
     return WarehouseLocation(str(uri or settings.materialize.warehouse), options)

@@ -154,7 +154,8 @@ class Demo:
 
     def _materialize(self, cluster: LocalCluster) -> None:
         from analytics.report import write_report
-        from jobs.materialize import MaterializeConfig, local_spark, read_topic, run
+        from jobs.kafka_topic import read_messages
+        from jobs.materialize import MaterializeConfig, local_spark, run
         from jobs.report import report
         from lake.warehouse import Warehouse
 
@@ -168,7 +169,8 @@ class Demo:
         self.say(report(spark, Warehouse(self.warehouse)))
         page = write_report(spark, Warehouse(self.warehouse), self.repo / "run" / "report.html")
         self.say(f"\nthe HTML report (open it in a browser): {page}")
-        counts = transaction_markers(message.value for message in read_topic(config, cluster.topic_end()))
+        chunks = read_messages(spark, config.bootstrap_servers, config.topic, {}, cluster.topic_end())
+        counts = transaction_markers(message.value for chunk in chunks for message in chunk)
         self.say(
             f"\nmetadata transactions in the log: {counts['begun']} begun, {counts['committed']} committed, "
             f"{counts['aborted']} aborted (aborted records are never visible)"

@@ -18,11 +18,11 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from controller.admin_client import AdminClient, AdminError
-from jobs.kafka_source import message_value
 from kraftlake.broker import LocalBroker
 from raft.config import load_config
 from raft.server import AppendSession
 from records import decode_batch
+from records.topic import message_value
 from settings import DEFAULT_TOPIC
 
 TOPIC = DEFAULT_TOPIC

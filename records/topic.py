@@ -12,9 +12,11 @@ The key says where the batch belongs:
 from __future__ import annotations
 
 import struct
+from typing import Protocol
 
 from records.batch import RecordBatch
 from records.control_types import SnapshotFooterRecord, SnapshotHeaderRecord
+from records.errors import RecordFormatError
 from records.files import SnapshotId
 
 LOG_KEY = struct.Struct(">q")
@@ -54,3 +56,27 @@ def starts_snapshot(batch: RecordBatch) -> bool:
 def ends_snapshot(batch: RecordBatch) -> bool:
     """The control batch that closes a snapshot file."""
     return batch.is_control and any(isinstance(r.message, SnapshotFooterRecord) for r in batch.records)
+
+
+class ConsumedMessage(Protocol):
+    """What a Kafka client hands back for one message (confluent-kafka's `Message` is one)."""
+
+    def topic(self) -> str | None: ...
+    def offset(self) -> int | None: ...
+    def value(self) -> bytes | None: ...
+
+
+def message_offset(message: ConsumedMessage) -> int:
+    """The offset of a consumed message or partition-EOF event (a client leaves it unset on neither)."""
+    offset = message.offset()
+    if offset is None:
+        raise RecordFormatError(f"a consumed message of {message.topic()} has no offset")
+    return offset
+
+
+def message_value(message: ConsumedMessage) -> bytes:
+    """The value of a consumed metadata message: a record batch, never empty (a tombstone is corruption)."""
+    value = message.value()
+    if value is None:
+        raise RecordFormatError(f"{message.topic()} offset {message.offset()}: a message without a value")
+    return value

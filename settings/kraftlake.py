@@ -19,6 +19,9 @@ class KafkaSettings(BaseModel):
 
     bootstrap_servers: str = ""  # empty: $KRAFTLAKE_BOOTSTRAP_SERVERS or the local broker
     topic: str = DEFAULT_TOPIC
+    # Kafka client options under the Java client's names (security.protocol, sasl.mechanism, ssl.*, …): the
+    # streaming job hands each to Spark's Kafka source as `kafka.<name>`
+    options: dict[str, str] = {}
 
 
 class MaterializeSettings(BaseModel):

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kraftlake.config import add_warehouse_arguments, resolve_bootstrap, resolve_warehouse
+from kraftlake.config import add_warehouse_arguments, parse_key_values, resolve_bootstrap, resolve_warehouse
 from kraftlake.errors import UserFacingError
 from settings import load_kraftlake
 
@@ -17,6 +17,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     parser.add_argument("--bootstrap-servers", help="Kafka to read (default: [kafka] or the local broker)")
     parser.add_argument("--topic")
+    parser.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Kafka client option, Java client names (e.g. security.protocol=SASL_SSL); "
+                             "adds to [kafka] options")
     add_warehouse_arguments(parser)
     parser.add_argument("--checkpoint", type=Path)
     parser.add_argument("--trigger-seconds", type=float)
@@ -51,6 +54,7 @@ def config_from(args: argparse.Namespace) -> Any:
         available_now=args.available_now,
         max_offsets_per_trigger=pick(args.max_offsets_per_trigger, job.max_offsets_per_trigger) or None,
         idle_publish_seconds=pick(args.idle_publish_seconds, job.idle_publish_seconds),
+        kafka_options=tuple({**kafka.options, **parse_key_values(args.kafka_option, "--kafka-option")}.items()),
     )
 
 

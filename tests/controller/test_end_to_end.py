@@ -18,11 +18,11 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from controller.publisher import decode_key
-from jobs.kafka_source import message_value
 from kraftlake.broker import LocalBroker
 from raft.log import LOG_DIR_NAME
 from raft.server import describe_quorum
 from records import MetadataLogDir, decode_batch, scan_batches
+from records.topic import message_value
 from tests.harness.processes import REPO, ControllerProcesses
 
 pytestmark = pytest.mark.integration

@@ -14,11 +14,10 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from controller import LocalMetadataLog
 from controller.publisher import MetadataPublisher, PublisherConfig, decode_key
-from jobs.kafka_source import message_value
 from kraftlake.broker import LocalBroker
 from records import decode_batch
 from records import metadata_types as mt
-from records.topic import MAX_MESSAGE_BYTES
+from records.topic import MAX_MESSAGE_BYTES, message_value
 
 pytestmark = pytest.mark.integration
 WAIT_S = 90

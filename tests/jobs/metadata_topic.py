@@ -11,9 +11,9 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
-from jobs.kafka_source import message_offset, message_value
 from jobs.materialize import MaterializeConfig, MicroBatchWriter, TopicMessage
 from records import RecordBatch, encode_batch
+from records.topic import message_offset, message_value
 
 
 def batch_messages(batches: Iterable[RecordBatch]) -> list[tuple[bytes, bytes]]:
@@ -40,7 +40,8 @@ def topic_messages(bootstrap: str, topic: str) -> list[TopicMessage]:
 def drain(bootstrap: str, topic: str, warehouse: Path, micro_batch: int, single_first: int = 0) -> None:
     """What the streaming job writes when its micro-batches hold `micro_batch` messages (after
     `single_first` micro-batches of one message each), without Spark: the driver's writer fed directly."""
-    writer = MicroBatchWriter(MaterializeConfig(bootstrap, topic, str(warehouse), warehouse.parent / "unused"))
+    # No Spark: the first write starts at Kafka offset 0, so the writer never reads the topic back itself.
+    writer = MicroBatchWriter(MaterializeConfig(bootstrap, topic, str(warehouse), warehouse.parent / "unused"), None)
     messages = topic_messages(bootstrap, topic)
     bounds = [*range(single_first), *range(single_first, len(messages), micro_batch), len(messages)]
     for start, stop in pairwise(bounds):

@@ -11,10 +11,10 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from jobs.kafka_source import message_offset, message_value
 from kraftlake.broker import BrokerError, LocalBroker, PortInUseError, running_broker, stop_broker
 from kraftlake.config import BOOTSTRAP_ENV, resolve_bootstrap
 from kraftlake.errors import UserFacingError
+from records.topic import message_offset, message_value
 from tests.fixtures.broker import create_topic, numbered, produce
 
 pytestmark = pytest.mark.integration
