@@ -35,6 +35,7 @@ from records import RecordBatch, SnapshotId, decode_batch
 from records.errors import RecordFormatError
 from records.topic import ends_snapshot, snapshot_of, starts_snapshot
 from replay.errors import ReplayError
+from settings.spark import session_builder
 
 REBUILD_TIMEOUT_S = 30.0
 log = logging.getLogger(__name__)
@@ -207,7 +208,8 @@ def start_query(spark: Any, config: MaterializeConfig, writer: MicroBatchWriter)
 
 
 def local_spark(app_name: str = "kraftlake-materialize", short_lived: bool = False) -> Any:
-    """The job's SparkSession, under the master spark-submit set (`--master`, spark-defaults.conf); run as a
+    """The job's SparkSession (`settings.spark`'s builder: Delta's reader, the project's jars), under the
+    master spark-submit set (`--master`, spark-defaults.conf); run as a
     plain Python program, a local one ($KRAFTLAKE_SPARK_MASTER, default local[2]) whose Python workers run
     this interpreter (the venv's). Quiet: the job reports its own failures in one line
     ($KRAFTLAKE_SPARK_LOG_LEVEL=WARN shows Spark's log again).
@@ -215,22 +217,20 @@ def local_spark(app_name: str = "kraftlake-materialize", short_lived: bool = Fal
     `short_lived` (a CLI query, not a streaming job): the local JVM compiles with C1 only, as a query that
     lasts seconds to a minute pays more for the C2 compiler's warm-up than it gains from its code (a cold
     `kraftlake summary under_replicated` on 1M partitions: 40 s -> 19 s, see BENCHMARKS.md, analytics)."""
-    from pyspark.sql import SparkSession
-
-    builder = (
-        SparkSession.builder.appName(app_name)
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.log.level", os.environ.get("KRAFTLAKE_SPARK_LOG_LEVEL", "FATAL"))
-    )
+    conf = {
+        "spark.sql.shuffle.partitions": "2",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.log.level": os.environ.get("KRAFTLAKE_SPARK_LOG_LEVEL", "FATAL"),
+    }
+    master = None
     if not launched_with_master():
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        builder = builder.master(os.environ.get("KRAFTLAKE_SPARK_MASTER", "local[2]"))
-        builder = builder.config("spark.pyspark.python", sys.executable)
+        master = os.environ.get("KRAFTLAKE_SPARK_MASTER", "local[2]")
+        conf["spark.pyspark.python"] = sys.executable
         if short_lived:
-            builder = builder.config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
-    return builder.getOrCreate()
+            conf["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1"
+    return session_builder(app_name, master, conf).getOrCreate()
 
 
 def launched_with_master() -> bool:
