@@ -17,9 +17,9 @@ from replay.mapping import copied, empty_map, merged
 
 NO_LEADER_CHANGE = -2
 NO_RECOVERY_STATE_CHANGE = -1
-# Directory ids Kafka reserves (DirectoryId): a replica whose directory is not known yet.
-MIGRATING_DIRECTORY = "AAAAAAAAAAAAAAAAAAAAAg"
-UNASSIGNED_DIRECTORY = "AAAAAAAAAAAAAAAAAAAAAA"  # a replica not yet placed in a directory
+# Directory ids Kafka reserves (DirectoryId: MIGRATING is Uuid(0, 0), UNASSIGNED Uuid(0, 1), LOST Uuid(0, 2)).
+MIGRATING_DIRECTORY = "AAAAAAAAAAAAAAAAAAAAAA"  # no directory known yet (a record without directories)
+UNASSIGNED_DIRECTORY = "AAAAAAAAAAAAAAAAAAAAAQ"  # a replica not yet placed in a directory
 
 
 class PartitionRegistration(NamedTuple):

@@ -282,7 +282,10 @@ public final class KafkaImageOracle {
         RaftSnapshotWriter writer = new RaftSnapshotWriter(builder.build(MetadataRecordSerde.INSTANCE),
             RECORDS_PER_SNAPSHOT_BATCH);
         if (!image.isEmpty()) {  // an empty image has no metadata.version to write at
-            image.write(writer, new ImageWriterOptions.Builder(image).build());
+            // ELR written wherever the record version can carry it, also where Kafka's own snapshots leave it
+            // out (the eligible.leader.replicas feature off), so none of the image is lost on the way.
+            boolean elr = image.features().metadataVersionOrThrow().isElrSupported();
+            image.write(writer, new ImageWriterOptions.Builder(image).setEligibleLeaderReplicasEnabled(elr).build());
         }
         writer.close(true);
         written++;
