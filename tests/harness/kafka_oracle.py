@@ -55,10 +55,15 @@ class MismatchError(AssertionError):
 
 @dataclass(frozen=True)
 class Comparison:
-    """What `assert_matches_kafka` compared: the offsets, and where each deliberate difference applied."""
+    """What `assert_matches_kafka` compared: Kafka's snapshot at each offset, and where each deliberate
+    difference applied (offsets by name)."""
 
-    offsets: tuple[int, ...]
+    snapshots: dict[int, Path]
     differences: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def offsets(self) -> list[int]:
+        return sorted(self.snapshots)
 
 
 def oracle_classpath() -> str:
@@ -222,7 +227,7 @@ def expected_images(log: Log, offsets: Sequence[int] | None,
 def assert_matches_kafka(log_dir: Path, work_dir: Path, offsets: Iterable[int] | None = None) -> Comparison:
     """Kafka's image equals kraftlake's at each of `offsets` (None: at every offset whose record changes
     either image, and the two change at the same offsets, so they are equal at every offset of the log).
-    Returns the offsets compared and where each deliberate difference applied."""
+    One JVM run; Kafka's snapshots are left in `work_dir`."""
     snapshots = kafka_snapshots(log_dir, work_dir, offsets)
     log = read_log(log_dir)
     differences: dict[str, list[int]] = {}
@@ -234,13 +239,17 @@ def assert_matches_kafka(log_dir: Path, work_dir: Path, offsets: Iterable[int] |
             raise MismatchError(f"{log_dir}: the images change at different offsets: only Kafka's at "
                                 f"{only_kafka[:10]}, only kraftlake's at {only_ours[:10]}")
     for offset, snapshot in sorted(snapshots.items()):
-        compare_at(offset, ours[offset], kafka_image(snapshot), differences)
-    return Comparison(tuple(sorted(snapshots)), differences)
+        kafka = kafka_image(snapshot)
+        mine = assert_same_canonical(offset, ours[offset], kafka, differences)
+        if not same_state(mine, kafka):
+            parts = [name for name in SUB_IMAGES if getattr(mine, name) != getattr(kafka, name)]
+            raise MismatchError(f"offset {offset}: same canonical JSON, different state (what it hides) in {parts}")
+    return Comparison(snapshots, differences)
 
 
-def compare_at(offset: int, ours: MetadataImage, kafka: MetadataImage, differences: dict[str, list[int]]) -> None:
-    """One offset: the deliberate kraft.version difference checked exactly, then canonical JSON and the whole
-    state equal."""
+def assert_same_canonical(offset: int, ours: MetadataImage, kafka: MetadataImage,
+                          differences: dict[str, list[int]]) -> MetadataImage:
+    """Equal canonical JSON, the kraft.version difference checked exactly: returns `ours` as Kafka shows it."""
     if ours.voters == VotersImage(0) and kafka.voters == VotersImage():
         differences.setdefault(KRAFT_VERSION_0, []).append(offset)
         ours = replace(ours, voters=kafka.voters)
@@ -249,6 +258,4 @@ def compare_at(offset: int, ours: MetadataImage, kafka: MetadataImage, differenc
         parts = [name for name in mine if mine[name] != theirs.get(name)]
         raise MismatchError(f"offset {offset}: kraftlake's image differs from Kafka's in {parts}: "
                             f"{ {name: mine[name] for name in parts} } != { {name: theirs[name] for name in parts} }")
-    if not same_state(ours, kafka):
-        parts = [name for name in SUB_IMAGES if getattr(ours, name) != getattr(kafka, name)]
-        raise MismatchError(f"offset {offset}: same canonical JSON, different state (what the JSON hides) in {parts}")
+    return ours
