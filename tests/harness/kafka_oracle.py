@@ -14,7 +14,10 @@ offsets it applies to, and reports them by name; everything else must be equal.
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,6 +26,7 @@ from typing import Any
 from records import RecordBatch
 from records import metadata_types as mt
 from records.files import LogReader
+from records.json_form import is_sensitive_config
 from replay.canonical import image_to_canonical
 from replay.image import EMPTY_IMAGE, SUB_IMAGES, MetadataImage
 from replay.loader import BatchLoader
@@ -259,3 +263,124 @@ def assert_same_canonical(offset: int, ours: MetadataImage, kafka: MetadataImage
         raise MismatchError(f"offset {offset}: kraftlake's image differs from Kafka's in {parts}: "
                             f"{ {name: mine[name] for name in parts} } != { {name: theirs[name] for name in parts} }")
     return ours
+
+
+# Kafka's own readers of the files: DumpLogSegments (the `kafka` jar set) and the metadata shell 4.3.1 (the
+# `kafka-shell` set only: it brings its own Kafka jars).
+DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"
+METADATA_SHELL = "org.apache.kafka.shell.MetadataShell"
+SECRETS_REDACTED = "secrets-redacted"
+REDACTED = "[redacted]"
+# DumpLogSegments names a control record by its class, `kraftlake dump` by its ControlRecordType.
+CONTROL_NAMES = {"LeaderChange": "LEADER_CHANGE", "SnapshotHeader": "SNAPSHOT_HEADER",
+                 "SnapshotFooter": "SNAPSHOT_FOOTER", "KRaftVersion": "KRAFT_VERSION", "KRaftVoters": "KRAFT_VOTERS"}
+_RECORD_LINE = re.compile(r"^\| offset: (\d+) .*? headerKeys: \[\] (?:payload: (\{.*\})|(\w+) (\{.*\}))$")
+
+
+def run_java(jar_set: str, main: str, *args: str, stdin: str | None = None) -> str:
+    """stdout of a Kafka tool; a failure raises naming the tool and its last line of output."""
+    try:
+        path = classpath(jar_set)
+    except MissingJarsError as error:
+        raise OracleError(str(error)) from None
+    done = subprocess.run(["java", *JVM_OPTIONS, "-cp", path, main, *args], input=stdin, capture_output=True,
+                          text=True, timeout=300, check=False)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["no output"])[-1]
+        raise OracleError(f"{main} {' '.join(args)} failed (exit {done.returncode}): {last}")
+    return done.stdout
+
+
+def kafka_dump(files: Sequence[Path]) -> dict[Path, list[dict[str, Any]]]:
+    """Every record of each file as `kafka-dump-log --cluster-metadata-decoder` decodes it: offset, type,
+    version (metadata records) and data."""
+    out = run_java("kafka", DUMP_LOG_SEGMENTS, "--cluster-metadata-decoder", "--files", ",".join(map(str, files)))
+    dumped: dict[Path, list[dict[str, Any]]] = {}
+    records: list[dict[str, Any]] = []
+    for line in out.splitlines():
+        if line.startswith("Dumping "):
+            records = dumped.setdefault(Path(line.removeprefix("Dumping ")), [])
+        elif match := _RECORD_LINE.match(line):
+            offset, payload, control, data = match.groups()
+            if payload is not None:
+                records.append({"offset": int(offset), **json.loads(payload)})
+            else:
+                records.append({"offset": int(offset), "type": CONTROL_NAMES[control], "data": json.loads(data)})
+        elif line.startswith("| offset: "):
+            raise OracleError(f"a line of DumpLogSegments this harness cannot read: {line[:200]}")
+    return dumped
+
+
+def kraftlake_dump(path: Path) -> list[dict[str, Any]]:
+    """`kraftlake dump FILE`: one JSON object per record."""
+    done = subprocess.run([sys.executable, "-m", "kraftlake.cli", "dump", str(path)], capture_output=True,
+                          text=True, check=True, timeout=300)
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def assert_dump_matches_kafka(files: Sequence[Path], differences: dict[str, list[int]]) -> dict[Path, int]:
+    """Per file, `kraftlake dump` and Kafka's DumpLogSegments give the same records: offsets, types, versions,
+    data. kraftlake's dump redacts secrets (SCRAM salts and keys, sensitive config values): checked exactly,
+    each such field `[redacted]` where Kafka prints a value. Returns the record count per file."""
+    counts = {}
+    for path, theirs in kafka_dump(files).items():
+        ours = kraftlake_dump(path)
+        if len(ours) != len(theirs):
+            raise MismatchError(f"{path}: kraftlake dumps {len(ours)} records, Kafka's DumpLogSegments {len(theirs)}")
+        for mine, kafka in zip(ours, theirs, strict=True):
+            data = mine["data"]
+            hidden = {key for key, value in data.items() if value == REDACTED and kafka["data"].get(key) != REDACTED}
+            if hidden:
+                if not redactable(mine["type"], data, hidden):
+                    raise MismatchError(f"{path} offset {mine['offset']}: {sorted(hidden)} redacted, not secrets")
+                differences.setdefault(SECRETS_REDACTED, []).append(mine["offset"])
+                data = {**data, **{key: kafka["data"][key] for key in hidden}}
+            fields = ("offset", "type", "version") if "version" in kafka else ("offset", "type")
+            if [mine[f] for f in fields] + [data] != [kafka[f] for f in fields] + [kafka["data"]]:
+                raise MismatchError(f"{path} offset {mine['offset']}: kraftlake dumps {mine}, Kafka {kafka}")
+        counts[path] = len(ours)
+    return counts
+
+
+def redactable(record_type: str, data: dict[str, Any], hidden: set[str]) -> bool:
+    """Whether kraftlake's dump may hide exactly `hidden`: SCRAM secrets, or a sensitive config's value."""
+    if record_type == "USER_SCRAM_CREDENTIAL_RECORD":
+        return hidden <= {"salt", "storedKey", "serverKey"}
+    return record_type == "CONFIG_RECORD" and hidden == {"value"} and is_sensitive_config(data["name"])
+
+
+_SHELL_PARTITION = re.compile(r"PartitionRegistration\(replicas=\[(.*?)\], .*?isr=\[(.*?)\], .*?leader=(-?\d+), "
+                              r".*?leaderEpoch=(\d+), partitionEpoch=(\d+)\)")
+TOPICS_BY_NAME = "/image/topics/byName"
+
+
+def shell_topics(snapshot: Path) -> dict[str, dict[int, tuple[Any, ...]]]:
+    """Topics and partitions of a snapshot as Kafka's metadata shell shows them: `find` lists them, `cat`
+    (every partition, one shell session on stdin) shows each: topic → partition id → (replicas, isr,
+    leader, leader epoch, partition epoch)."""
+    found = run_java("kafka-shell", METADATA_SHELL, "--snapshot", str(snapshot), "find", TOPICS_BY_NAME)
+    paths = [line.removeprefix(TOPICS_BY_NAME + "/").split("/") for line in found.splitlines()
+             if line.startswith(TOPICS_BY_NAME + "/")]
+    topics: dict[str, dict[int, tuple[Any, ...]]] = {parts[0]: {} for parts in paths if len(parts) == 1}
+    partitions = sorted((parts[0], int(parts[1])) for parts in paths if len(parts) == 2 and parts[1].isdigit())
+    commands = "".join(f"cat {TOPICS_BY_NAME}/{topic}/{partition}\n" for topic, partition in partitions) + "exit\n"
+    shown = _SHELL_PARTITION.findall(run_java("kafka-shell", METADATA_SHELL, "--snapshot", str(snapshot),
+                                              stdin=commands))
+    if len(shown) != len(partitions):
+        raise OracleError(f"the metadata shell showed {len(shown)} of {len(partitions)} partitions of {snapshot}")
+    for (topic, partition), (replicas, isr, leader, leader_epoch, partition_epoch) in zip(partitions, shown,
+                                                                                        strict=True):
+        topics[topic][partition] = (_ints(replicas), _ints(isr), int(leader), int(leader_epoch),
+                                    int(partition_epoch))
+    return topics
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(item) for item in text.split(", ") if item)
+
+
+def replay_topics(image: MetadataImage) -> dict[str, dict[int, tuple[Any, ...]]]:
+    """kraftlake's image in `shell_topics`' form."""
+    return {topic.name: {pid: (p.replicas, p.isr, p.leader, p.leader_epoch, p.partition_epoch)
+                         for pid, p in topic.partitions.items()}
+            for topic in image.topics.by_id.values()}
