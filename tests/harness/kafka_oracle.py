@@ -274,7 +274,7 @@ REDACTED = "[redacted]"
 # DumpLogSegments names a control record by its class, `kraftlake dump` by its ControlRecordType.
 CONTROL_NAMES = {"LeaderChange": "LEADER_CHANGE", "SnapshotHeader": "SNAPSHOT_HEADER",
                  "SnapshotFooter": "SNAPSHOT_FOOTER", "KRaftVersion": "KRAFT_VERSION", "KRaftVoters": "KRAFT_VOTERS"}
-_RECORD_LINE = re.compile(r"^\| offset: (\d+) .*? headerKeys: \[\] (?:payload: (\{.*\})|(\w+) (\{.*\}))$")
+_RECORD_LINE = re.compile(r"^\| offset: (\d+) .*? headerKeys: \[\] (?:payload: (\{.*\})|(\w+):? (\{.*\}))$")
 
 
 def run_java(jar_set: str, main: str, *args: str, stdin: str | None = None) -> str:
