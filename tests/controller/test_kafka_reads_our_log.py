@@ -3,7 +3,8 @@ workload from `kraftlake simulate` (brokers, topics, partitions, configs, ACLs, 
 churn), snapshots taken on the way; then the leader's `__cluster_metadata-0` directory is read by Apache
 Kafka's own tools: DumpLogSegments decodes every record as `kraftlake dump` does, the metadata shell (4.3.1)
 shows the snapshot's topics and partitions as `kraftlake replay` does, and Kafka's MetadataBatchLoader
-builds the same image as kraftlake at every offset where it changes."""
+builds the same image as kraftlake at every offset where it changes (the quorum runs kraft.version 1, so the
+voter set, Kafka's Raft state, is compared too)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ SCRATCH = "/dev/shm" if Path("/dev/shm").is_dir() else None  # Kafka's snapshot 
 def our_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The leader's metadata directory after the workload, every controller stopped (SIGTERM)."""
     root = tmp_path_factory.mktemp("quorum")
-    quorum = ControllerProcesses(root, None, "unpublished", quorum="segment_bytes = 1073741824",
+    quorum = ControllerProcesses(root, None, "unpublished", quorum="segment_bytes = 1073741824\nkraft_version = 1",
                                  controller=f"snapshot_max_new_record_bytes = {SNAPSHOT_BYTES}")
     quorum.start_all()
     try:
@@ -88,4 +89,5 @@ def test_kafka_builds_the_image_kraftlake_builds_from_our_log(our_log: Path) -> 
     with tempfile.TemporaryDirectory(dir=SCRATCH) as work:
         comparison = assert_matches_kafka(our_log, Path(work))
     assert len(comparison.offsets) > 100
+    assert sorted(replay_paths([our_log]).image.voters.voters) == [1, 2, 3], "kraft.version 1: voters compared too"
     assert set(comparison.differences) <= {"aborted-then-more", "kraft-version-0"}

@@ -142,8 +142,18 @@ def test_a_difference_is_reported_with_the_offset_and_sub_image(tmp_path: Path) 
 
 def test_an_offset_the_log_does_not_hold_is_refused(tmp_path: Path) -> None:
     log = write_log(tmp_path / "log", [[MV(29)], [T("a")]])
-    with pytest.raises(OracleError, match=r"holds offsets up to 1: no image at offsets \[7\]"):
+    with pytest.raises(OracleError, match=r"holds images at offsets 0..1: none at offsets \[7\]"):
         kafka_snapshots(log, tmp_path / "oracle", [1, 7])
+
+
+def test_a_corrupt_segment_is_named_with_the_last_good_offset(tmp_path: Path) -> None:
+    log = write_log(tmp_path / "log", [[MV(29)], [T("a")], [P("a", 0)]])
+    segment = log / "00000000000000000000.log"
+    data = bytearray(segment.read_bytes())
+    data[-5] ^= 0xFF  # inside the last batch's records: its CRC no longer matches
+    segment.write_bytes(bytes(data))
+    with pytest.raises(OracleError, match=r"00000000000000000000.log after offset 1: .*(?i:crc)"):
+        kafka_snapshots(log, tmp_path / "oracle")
 
 
 def test_missing_or_corrupt_oracle_classes_give_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -73,6 +73,7 @@ public final class KafkaImageOracle {
     private MetadataImage previous = MetadataImage.EMPTY;
     private KRaftVersion kraftVersion = KRaftVersion.KRAFT_VERSION_0;
     private Optional<VoterSet> voters = Optional.empty();
+    private long firstOffset = -1;
     private long nextOffset = -1;
     private int written;
 
@@ -97,7 +98,7 @@ public final class KafkaImageOracle {
             KafkaImageOracle oracle = new KafkaImageOracle(outDir, wantedOffsets(args));
             oracle.run(logDir);
         } catch (Exception e) {
-            System.err.println("kafka oracle: " + e.getMessage());
+            System.err.println("kafka oracle: " + (e.getMessage() == null ? e.toString() : e.getMessage()));
             System.exit(2);
         }
     }
@@ -132,8 +133,8 @@ public final class KafkaImageOracle {
             loadSegment(segment);
         }
         if (wanted != null && !wanted.isEmpty()) {
-            throw new IllegalStateException(logDir + " holds offsets up to " + (nextOffset - 1)
-                + ": no image at offsets " + wanted);
+            throw new IllegalStateException(logDir + " holds images at offsets " + firstOffset + ".." + (nextOffset - 1)
+                + ": none at offsets " + wanted);
         }
         System.err.println("kafka oracle: wrote " + written + " snapshots to " + outDir);
     }
@@ -182,6 +183,7 @@ public final class KafkaImageOracle {
                 reader.lastContainedLogEpoch(), reader.lastContainedLogTimestamp(), true));
             walker.resetToImage(image);
             walkerImage = boundary = image;
+            firstOffset = id.offset() - 1;
             nextOffset = id.offset();
             serve(id.offset() - 1, id.epoch(), image, true);
         }
@@ -202,10 +204,15 @@ public final class KafkaImageOracle {
                 }
                 loadBatch(batch);
             }
+        } catch (RuntimeException e) {
+            throw new IllegalStateException(segment + " after offset " + (nextOffset - 1) + ": " + e.getMessage(), e);
         }
     }
 
     private void loadBatch(Batch<ApiMessageAndVersion> batch) {
+        if (firstOffset < 0) {
+            firstOffset = batch.baseOffset();
+        }
         for (long offset = batch.baseOffset(); offset <= batch.lastOffset(); offset++) {
             boolean raftChanged = false;
             if (!batch.controlRecords().isEmpty()) {
