@@ -89,7 +89,12 @@ def metadata_dir(log_dir: Path) -> Path:
 def kafka_snapshots(log_dir: Path, out_dir: Path, offsets: Iterable[int] | None = None) -> dict[int, Path]:
     """Runs the oracle once: offset → the snapshot file of Kafka's image there (`offsets` None: every offset
     whose record changes Kafka's image or its Raft voter state)."""
-    args = ["--changes"] if offsets is None else [str(offset) for offset in sorted(set(offsets))]
+    args = ["--changes"]
+    if offsets is not None:  # in a file: a long log's offsets would not fit on a command line
+        out_dir.mkdir(parents=True, exist_ok=True)
+        listed = out_dir / "offsets.txt"
+        listed.write_text("\n".join(str(offset) for offset in sorted(set(offsets))) + "\n")
+        args = ["--offsets", str(listed)]
     command = ["java", *JVM_OPTIONS, "-cp", oracle_classpath(), ORACLE_CLASS, str(metadata_dir(log_dir)),
                str(out_dir), *args]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)

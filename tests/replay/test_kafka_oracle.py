@@ -17,6 +17,7 @@ from lake.warehouse import Warehouse
 from records import metadata_types as mt
 from records.batch import encode_batch, make_batch
 from records.control_types import KRaftVersionRecord, VotersRecord
+from replay.topics import UNASSIGNED_DIRECTORY as UNASSIGNED
 from settings.jars import jar_dir
 from tests.harness.kafka_oracle import (
     ABORTED_THEN_MORE,
@@ -100,13 +101,16 @@ def write_log(directory: Path, batches: Sequence[Sequence[Any]]) -> Path:
 def every_sub_image() -> list[list[Any]]:
     """Every record type (tests.replay.builders.rich_records at metadata.version 4.2, whose records carry
     directories and ELR), a committed transaction across batches, a secret config, and last an aborted
-    transaction followed by a record in the same batch (offsets 63-68)."""
+    transaction followed by a record in the same batch (the last batch)."""
     records = [MV(29) if isinstance(r, mt.FeatureLevelRecord) and r.name == "metadata.version" else r
                for r in rich_records()]
     return [
         *([record] for record in records),
         [B("create"), T("tx", uuid(810))], [P("tx", 0, (0, 1), topic_id=uuid(810)), E()],
         [mt.ConfigRecord(resource_type=4, resource_name="", name="sasl.jaas.config", value="secret")],
+        [T("placed", uuid(814)), P("placed", 0, (0, 1), topic_id=uuid(814), directories=(uuid(600), uuid(601)))],
+        [change("placed", 0, topic_id=uuid(814), replicas=(1, 2))],  # directories stay where they were
+        [change("placed", 0, topic_id=uuid(814), replicas=(1, 2, 3), directories=(uuid(601), UNASSIGNED, uuid(603)))],
         [T("kept", uuid(811)), B("aborted"), T("gone", uuid(812)), P("gone", 0, (0,), topic_id=uuid(812)), A(),
          T("after", uuid(813))],
     ]
@@ -114,8 +118,9 @@ def every_sub_image() -> list[list[Any]]:
 
 def test_kraftlake_equals_kafka_on_a_log_of_every_record_type(tmp_path: Path) -> None:
     """Also what the canonical JSON hides (SCRAM salts and keys, the secret config's value) is equal. A
-    PartitionRecord without directories means MIGRATING (Kafka's Uuid(0, 0)), a replica added by a change
-    UNASSIGNED: the reserved directory ids kraftlake had wrong until this comparison."""
+    PartitionRecord without directories means MIGRATING (Kafka's Uuid(0, 0)) and UNASSIGNED is Uuid(0, 1): the
+    reserved directory ids kraftlake had wrong until this comparison; a replica change without directories
+    leaves them where they were (kraftlake moved them with their replicas)."""
     log = write_log(tmp_path / "log", every_sub_image())
     comparison = assert_matches_kafka(log, tmp_path / "oracle")
     last = read_log(log).batches[-1]
