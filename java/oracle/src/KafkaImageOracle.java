@@ -186,6 +186,9 @@ public final class KafkaImageOracle {
             firstOffset = id.offset() - 1;
             nextOffset = id.offset();
             serve(id.offset() - 1, id.epoch(), image, true);
+        } catch (RuntimeException e) {
+            Path file = logDir.resolve(Snapshots.filenameFromSnapshotId(id) + Snapshots.SUFFIX);
+            throw new IllegalStateException(file + ": " + e.getMessage(), e);
         }
     }
 
@@ -205,7 +208,8 @@ public final class KafkaImageOracle {
                 loadBatch(batch);
             }
         } catch (RuntimeException e) {
-            throw new IllegalStateException(segment + " after offset " + (nextOffset - 1) + ": " + e.getMessage(), e);
+            String where = nextOffset < 0 ? " in its first batch: " : " after offset " + (nextOffset - 1) + ": ";
+            throw new IllegalStateException(segment + where + e.getMessage(), e);
         }
     }
 
