@@ -44,9 +44,8 @@ from controller.working_state import ControllerState, TopicPartition
 from records import metadata_types as mt
 from replay.cluster import BrokerRegistration
 from replay.configs import BROKER, TOPIC
-from replay.topics import MIGRATING_DIRECTORY, NO_LEADER_CHANGE, PartitionRegistration
+from replay.topics import MIGRATING_DIRECTORY, NO_LEADER_CHANGE, UNASSIGNED_DIRECTORY, PartitionRegistration
 
-UNASSIGNED_DIRECTORY = "AAAAAAAAAAAAAAAAAAAAAA"
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 DEFAULT_MIN_INSYNC_REPLICAS = 1
 MAX_TOPIC_NAME_LENGTH = 249

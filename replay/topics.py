@@ -17,9 +17,9 @@ from replay.mapping import copied, empty_map, merged
 
 NO_LEADER_CHANGE = -2
 NO_RECOVERY_STATE_CHANGE = -1
-# Directory ids Kafka reserves (DirectoryId): a replica whose directory is not known yet.
-MIGRATING_DIRECTORY = "AAAAAAAAAAAAAAAAAAAAAg"
-UNASSIGNED_DIRECTORY = "AAAAAAAAAAAAAAAAAAAAAA"  # a replica not yet placed in a directory
+# Directory ids Kafka reserves (DirectoryId: MIGRATING is Uuid(0, 0), UNASSIGNED Uuid(0, 1), LOST Uuid(0, 2)).
+MIGRATING_DIRECTORY = "AAAAAAAAAAAAAAAAAAAAAA"  # no directory known yet (a record without directories)
+UNASSIGNED_DIRECTORY = "AAAAAAAAAAAAAAAAAAAAAQ"  # a replica not yet placed in a directory
 
 
 class PartitionRegistration(NamedTuple):
@@ -55,12 +55,9 @@ class PartitionRegistration(NamedTuple):
     def merge(self, change: Any) -> PartitionRegistration:
         (replicas, directories, isr, removing, adding, elr, last_known_elr, leader, recovery, leader_epoch,
          partition_epoch) = self
-        if change.replicas is not None:
-            if not change.directories:
-                directories = _reassigned_directories(replicas, directories, change.replicas)
-            replicas = change.replicas
-        if change.directories:
-            directories = change.directories
+        if change.replicas is not None or change.directories is not None:
+            replicas = replicas if change.replicas is None else change.replicas
+            directories = _placed(replicas, directories if change.directories is None else change.directories)
         if change.leader != NO_LEADER_CHANGE:
             leader, leader_epoch = change.leader, leader_epoch + 1
         if change.leader_recovery_state != NO_RECOVERY_STATE_CHANGE:
@@ -84,15 +81,14 @@ class PartitionRegistration(NamedTuple):
         return self._replace(elr=(), last_known_elr=(), partition_epoch=self.partition_epoch + 1)
 
 
-def _reassigned_directories(
-    replicas: tuple[int, ...], directories: tuple[str, ...], new_replicas: tuple[int, ...]
-) -> tuple[str, ...]:
-    """Kafka's DirectoryId.createDirectoriesFrom: a replica keeps its directory, a new one gets UNASSIGNED.
-    Where no directory is known (before 3.7-IV2, all MIGRATING) new replicas get MIGRATING too, so that a
-    log replay equals the snapshot of the same offset, whose records carry no directories at that version."""
-    by_replica = dict(zip(replicas, directories, strict=False))
-    fill = MIGRATING_DIRECTORY if set(directories) <= {MIGRATING_DIRECTORY} else UNASSIGNED_DIRECTORY
-    return tuple(by_replica.get(replica, fill) for replica in new_replicas)
+def _placed(replicas: tuple[int, ...], directories: tuple[str, ...]) -> tuple[str, ...]:
+    """Kafka's merge of a replica or directory change: the record's directories, else the partition's as they
+    were (Kafka does not move them with their replicas); all MIGRATING (or none) stretch to the replicas."""
+    if set(directories) <= {MIGRATING_DIRECTORY}:
+        return _migrating(len(replicas))
+    if len(directories) != len(replicas):
+        raise ReplayError("The lengths for replicas and directories do not match")
+    return directories
 
 
 _new_partition = tuple.__new__

@@ -26,6 +26,7 @@ from replay.canonical import canonical_json
 from replay.image import MetadataImage
 from replay.loader import BatchLoader
 from replay.log_replay import cut_batches, replay_paths
+from replay.topics import MIGRATING_DIRECTORY
 from replay.writer import image_records
 from tests.replay.builders import apply_records, uuid
 
@@ -72,7 +73,7 @@ class StreamWriter:
         return self.draw(st.one_of(st.just(absent), strategy))
 
     def directories(self, count: int) -> tuple[str, ...]:
-        return tuple(self.draw(st.sampled_from([uuid(1), uuid(2), "AAAAAAAAAAAAAAAAAAAAAg"])) for _ in range(count))
+        return tuple(self.draw(st.sampled_from([uuid(1), uuid(2), MIGRATING_DIRECTORY])) for _ in range(count))
 
     def partition(self, topic_id: str, partition_id: int) -> None:
         replicas = self.replica_set()
@@ -120,11 +121,14 @@ class StreamWriter:
         key = self.draw(st.sampled_from(sorted(self.state.replicas)))
         replicas = self.maybe(st.builds(self.replica_set))
         current = replicas or self.state.replicas[key]
+        # as Kafka's controller writes them: with every replica change (Kafka's merge leaves them as they were)
+        placed = self.directories(len(current))
+        directories = placed if replicas else self.maybe(st.just(placed))
         self.records.append(mt.PartitionChangeRecord(
             topic_id=key[0], partition_id=key[1], replicas=replicas,
             isr=self.maybe(st.just(self.subset(current))),
             leader=self.draw(st.sampled_from([-2, -1, *current])),
-            directories=self.maybe(st.just(self.directories(len(current)))),
+            directories=directories,
             removing_replicas=self.maybe(st.just(self.subset(current))),
             adding_replicas=self.maybe(st.just(self.subset(current))),
             leader_recovery_state=self.draw(st.sampled_from([-1, 0, 1])),

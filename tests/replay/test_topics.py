@@ -11,7 +11,6 @@ from replay.errors import ReplayError
 from replay.image import EMPTY_IMAGE, MetadataImage, Provenance
 from replay.topics import (
     MIGRATING_DIRECTORY,
-    UNASSIGNED_DIRECTORY,
     PartitionRegistration,
     TopicsDelta,
     TopicsImage,
@@ -212,12 +211,16 @@ def test_a_replica_change_without_directories_resizes_unknown_directories_only()
     assert kept.directories == dirs
 
 
-def test_a_replica_change_without_directories_keeps_each_replicas_directory() -> None:
-    """Kafka's DirectoryId.createDirectoriesFrom: directories follow their replica, a new replica has none."""
+def test_a_replica_change_without_directories_keeps_the_directories_as_they_were() -> None:
+    """Kafka's PartitionRegistration.merge (4.4, checked against Kafka's own image in test_kafka_oracle): the
+    directories stay where they were, they do not follow their replicas (the controller writes them with every
+    replica change from 3.7-IV2 on); a change of the replica count without them cannot apply."""
     dirs = (uuid(21), uuid(22), uuid(23))
     assigned = apply_records([P("foo", 0, (2, 3, 4), topic_id=FOO_ID, directories=dirs)], image1())
     moved = partition(apply_records([change("foo", 0, topic_id=FOO_ID, replicas=(4, 2, 5))], assigned), "foo", 0)
-    assert moved.directories == (uuid(23), uuid(21), UNASSIGNED_DIRECTORY)
+    assert moved.directories == dirs
+    with pytest.raises(ReplayError, match="The lengths for replicas and directories do not match"):
+        apply_records([change("foo", 0, topic_id=FOO_ID, replicas=(2, 3, 4, 5))], assigned)
     unchanged = partition(apply_records([change("foo", 0, topic_id=FOO_ID, isr=(2,))], assigned), "foo", 0)
     assert unchanged.directories == dirs
     given = (uuid(31), uuid(32))
