@@ -10,7 +10,7 @@ JARS := build/jars
 JAR_STAMPS := $(JARS)/kafka/.fetched $(JARS)/kafka-shell/.fetched $(JARS)/spark/.fetched
 ORACLE := $(JARS)/oracle/classes/.compiled
 
-.PHONY: run test lint typecheck bench clean install pyfiles jars
+.PHONY: run test lint typecheck bench clean install jars
 
 install: $(STAMP) jars
 
@@ -49,11 +49,6 @@ test: install typecheck
 
 bench: install
 	$(BIN)/python -m bench
-
-# The project's packages for a Spark cluster's executors: spark-submit --py-files build/kraftlake-pyfiles.zip
-# (README, "Running on a cluster").
-pyfiles: $(STAMP)
-	$(BIN)/python -m jobs.pyfiles build/kraftlake-pyfiles.zip
 
 run: install
 	$(BIN)/kraftlake demo

@@ -1,1 +1,1 @@
-"""Spark entry points (spark-submit) and their building blocks: the Kafka data source, the Delta sink."""
+"""Spark entry points (spark-submit) and their building blocks: the metadata topic through Spark's Kafka source."""

@@ -1,7 +1,7 @@
 """End to end, as users run it: a real sample put into the topic with `kraftlake publish`, the streaming job
-submitted to a Spark standalone cluster (`spark-submit --master spark://…`; its executors import the project
-from `--py-files` only) drains it into a warehouse on a real S3 server (SeaweedFS), and `kraftlake image
---json` equals `kraftlake replay --json` at a dense set of offsets. A worker SIGKILLed mid-stream is
+submitted to a Spark standalone cluster (`spark-submit --master spark://…`; its executors have no project
+code: they run Spark's own Kafka reader) drains it into a warehouse on a real S3 server (SeaweedFS), and
+`kraftlake image --json` equals `kraftlake replay --json` at a dense set of offsets. A worker SIGKILLed mid-stream is
 survived: the job waits, goes on when a worker returns, and the tables equal an uninterrupted run's. A
 snapshot-only sample goes the same way, and through `kraftlake ingest`."""
 
