@@ -340,6 +340,7 @@ class TopicTail:
     next_offset: int
     last_batch: bytes | None = None  # the last message's bytes when it is a log batch
     cut_snapshot: SnapshotId | None = None  # a snapshot whose footer never reached the topic
+    last_epoch: int = 0  # the leader epoch of the offset before `next_offset` (what a Raft fetch from there sends)
 
 
 def read_tail(config: PublisherConfig, timeout_s: float = 30.0) -> TopicTail:
@@ -356,10 +357,10 @@ def read_tail(config: PublisherConfig, timeout_s: float = 30.0) -> TopicTail:
     snapshot = snapshot_of(key)
     if snapshot is not None:
         closed = ends_snapshot(decode_batch(value, config.topic))
-        return TopicTail(snapshot.end_offset, cut_snapshot=None if closed else snapshot)
+        return TopicTail(snapshot.end_offset, cut_snapshot=None if closed else snapshot, last_epoch=snapshot.epoch)
     if len(key) != LOG_KEY.size or decode_key(key) != header.base_offset:
         raise PublishError(f"the last message of {config.topic} has a key that is not its batch's base offset")
-    return TopicTail(header.last_offset + 1, last_batch=value)
+    return TopicTail(header.last_offset + 1, last_batch=value, last_epoch=header.partition_leader_epoch)
 
 
 def resume_offset(config: PublisherConfig, timeout_s: float = 30.0) -> int:
