@@ -29,8 +29,11 @@ def free_port() -> int:
 
 
 class KafkaNode:
-    def __init__(self, directory: Path, extra_config: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, directory: Path, extra_config: dict[str, str] | None = None, release_version: str | None = None
+    ) -> None:
         self.directory = directory
+        self.release_version = release_version  # the metadata.version to format with (default: the latest)
         self.broker_port, self.controller_port = free_port(), free_port()
         self.extra_config = extra_config or {}
         self.process: subprocess.Popen[bytes] | None = None
@@ -85,8 +88,10 @@ class KafkaNode:
     def format(self) -> KafkaNode:
         self.directory.mkdir(parents=True, exist_ok=True)
         config = self._write_config()
+        release = ("--release-version", self.release_version) if self.release_version else ()
         subprocess.run(
-            self._java("kafka.tools.StorageTool", "format", "-t", CLUSTER_ID, "-c", str(config), "--standalone"),
+            self._java("kafka.tools.StorageTool", "format", "-t", CLUSTER_ID, "-c", str(config), "--standalone",
+                       *release),
             check=True, capture_output=True, timeout=120,
         )
         return self

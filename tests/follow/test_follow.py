@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from controller.publisher import PublisherConfig, read_tail
 from lake.time_travel import image_at_offset, published_images
@@ -130,8 +130,9 @@ def test_every_committed_batch_once_in_order_byte_identical_across_restarts(node
     follower = FollowProcess(node, bootstrap, topic, "--log-interval", "1").start()
     create_topics(node, "orders", "payments")
     admin = AdminClient({"bootstrap.servers": node.bootstrap_servers})
-    resource = ConfigResource("topic", "orders", set_config={"retention.ms": "3600000"})
-    admin.alter_configs([resource])[resource].result(timeout=30)
+    change = ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource("topic", "orders", incremental_configs=[change])
+    admin.incremental_alter_configs([resource])[resource].result(timeout=30)
     wait_published(bootstrap, topic, end_offset(node))
 
     # commit -> published latency on an otherwise idle node: a topic created, then seen in the topic
@@ -202,7 +203,8 @@ def test_a_fresh_follower_starts_from_the_snapshot_when_kafka_deleted_the_log(
         "metadata.max.retention.ms": "1000",
         "internal.metadata.delete.delay.millis": "0",
     }
-    kafka = KafkaNode(tmp_path / "node", short_history).format().start()
+    # metadata.version 4.2: records/ restates Kafka 4.2's record schemas (4.4 writes RegisterBrokerRecord v4)
+    kafka = KafkaNode(tmp_path / "node", short_history, release_version="4.2").format().start()
     try:
         create_topics(kafka, "early")
         deadline = time.monotonic() + 90
