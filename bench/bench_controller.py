@@ -1,5 +1,6 @@
 """The controller end to end: three `kraftlake controller start` processes (fsync'ing voters, the controller
-and its JSON admin API, the publisher on the leader) and the local broker (noida-db), all on loopback.
+and its JSON admin API, the publisher on the leader) and the local broker (one Apache Kafka node), all on
+loopback.
 Throughput runs concurrent admin clients for a fixed time; its clock stops when the topic holds the last
 batch committed (admin request -> controller -> Raft commit on a majority -> publisher -> Kafka topic).
 Records are counted in the topic (control batches left out). The big create sends 10k topics x 10
@@ -75,7 +76,7 @@ class Cluster:
     def records_in_topic(self, start: int, end: int) -> tuple[int, int]:
         """(batches, records) of the data batches with base offsets in [start, end), duplicates dropped."""
         consumer = Consumer({"bootstrap.servers": self.broker.bootstrap_servers, "group.id": uuid.uuid4().hex,
-                             "enable.auto.commit": False, "receive.message.max.bytes": 2_147_483_647})
+                             "enable.auto.commit": False})
         try:
             low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=30, cached=False)
             consumer.assign([TopicPartition(self.topic, 0, low)])

@@ -1,4 +1,4 @@
-"""The streaming job end to end, on a local noida-db broker and a local SparkSession (local[2]) in this process.
+"""The streaming job end to end, on the local Kafka broker and a local SparkSession (local[2]) in this process.
 
 (1) Bootstrap: a synthetic controller log (metadata.version, 6 brokers registered and unfenced, then topics of
 10 partitions with RF 3 created 20 per batch: 220 records a batch) is produced to a fresh topic, and the job
@@ -18,9 +18,8 @@ for its commit on the quorum) to the moment this process, polling the `images` t
 (3) Time travel: `lake.time_travel.image_at_offset` at an offset inside a churn batch (no image is published
 there) on that warehouse, checked once against an in-memory replay. Goal: <= 2 s, median of 5.
 
-Wall-clock times, so they include whatever else the machine runs (the load average is noted). The broker
-noida-db keeps everything in memory and rewrites its whole state as JSON (about 3x the payload) after each
-second with writes: its CPU for that is reported, and the job starts only once the broker is idle again.
+Wall-clock times, so they include whatever else the machine runs (the load average is noted). The broker is
+one Apache Kafka node (`kraftlake.broker`), on the same two cores.
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ from deltalake import DeltaTable
 
 from bench import row
 from image_schema.changes import ChangeRecorder
-from jobs.kafka_source import RECEIVE_MAX_BYTES, message_value
+from jobs.kafka_source import message_value
 from jobs.materialize import MaterializeConfig, MicroBatchWriter, collect_messages, decode_messages, local_spark
 from jobs.materialize import start_query as start_materialize
 from kraftlake.broker import LocalBroker
@@ -57,6 +56,7 @@ from lake.time_travel import image_at_offset, published_images
 from lake.warehouse import IMAGES, Warehouse
 from records import RecordBatch, encode_batch, make_batch, wire
 from records import metadata_types as mt
+from records.topic import MAX_MESSAGE_BYTES
 from replay.canonical import canonical_json
 from replay.loader import BatchLoader
 from replay.log_replay import cut_batches
@@ -171,25 +171,6 @@ def _message_key(raw: bytes) -> bytes:
     return raw[:8]  # the batch's base offset, big-endian, as the publisher keys messages
 
 
-def _broker_cpu_s(broker: LocalBroker) -> float:
-    fields = Path(f"/proc/{broker.pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _wait_idle(broker: LocalBroker, timeout: float = 60.0) -> None:
-    """Until the broker spends (almost) no CPU for a whole second: its state rewrite is done."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        before = _broker_cpu_s(broker)
-        time.sleep(1.0)
-        if _broker_cpu_s(broker) - before < 0.05:
-            return
-
-
-def _state_bytes(broker: LocalBroker) -> int:
-    return sum(path.stat().st_size for path in broker.data_dir.rglob("*.json") if path.is_file())
-
-
 def create_topic(bootstrap: str) -> str:
     name = f"metadata-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -200,7 +181,7 @@ def create_topic(bootstrap: str) -> str:
 def producer(bootstrap: str) -> Producer:
     return Producer({
         "bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", "linger.ms": 5,
-        "message.max.bytes": 16 << 20,
+        "message.max.bytes": MAX_MESSAGE_BYTES,
     })
 
 
@@ -219,7 +200,7 @@ def produce_all(bootstrap: str, topic: str, batches: list[bytes]) -> None:
 def consume_all(bootstrap: str, topic: str, count: int) -> int:
     """Read `count` messages from the start, keeping their values: what any consumer pays. Returns bytes."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
-                         "enable.auto.commit": False, "receive.message.max.bytes": RECEIVE_MAX_BYTES})
+                         "enable.auto.commit": False})
     size = got = 0
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
@@ -292,15 +273,11 @@ def bootstrap(spark: Any, log: ControllerLog, partitions: int) -> list[dict[str,
     rows = []
     with scratch() as root, running_broker(root) as broker:
         topic = create_topic(broker.bootstrap_servers)
-        cpu = _broker_cpu_s(broker)
         start = time.perf_counter()
         produce_all(broker.bootstrap_servers, topic, log.batches)
         produce_s = time.perf_counter() - start
-        _wait_idle(broker)
         rows.append(row(f"{label}: produce to the topic", produce_s, notes=(
             f"{len(log.batches):,} messages, {records:,} records, {log.size / 1e6:.0f} MB")))
-        rows.append(row(f"{label}: noida-db state rewrite (CPU)", _broker_cpu_s(broker) - cpu, notes=(
-            f"produce + state file of {_state_bytes(broker) / 1e6:.0f} MB; repeated after every second with writes")))
         start = time.perf_counter()
         consume_all(broker.bootstrap_servers, topic, len(log.batches))
         rows.append(row(f"{label}: consume only (confluent-kafka)", time.perf_counter() - start))

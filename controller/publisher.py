@@ -14,13 +14,14 @@ Guarantees, and how they are kept:
 - A broker that is down does not stop the quorum: the publisher retries with exponential backoff and
   catches up from the topic's tail when the broker is back.
 
-If a broker loses acknowledged messages (noida-db after SIGKILL loses up to a second) while a session goes
-on, the next message lands where a lost one was: the delivered Kafka offsets go backwards. The publisher
-notices, ends the session and re-sends from the first batch lost, so a consumer that ignores batches beyond
-a gap in base offsets (and drops those seen before) still sees every batch, in order.
+If a broker loses acknowledged messages (unflushed writes after a machine crash, an unclean leader
+election) while a session goes on, the next message lands where a lost one was: the delivered Kafka offsets
+go backwards. The publisher notices, ends the session and re-sends from the first batch lost, so a consumer
+that ignores batches beyond a gap in base offsets (and drops those seen before) still sees every batch, in
+order.
 
 `published_offset` says how far the topic holds the log, as acknowledged. A broker that crashes may still
-lose what it acknowledged last (noida-db: its last second), so the quorum keeps its log prefix from
+lose what it acknowledged last (what it had not flushed to disk), so the quorum keeps its log prefix from
 `durable_offset()` on, even once a snapshot covers it: the offset acknowledged at least `durable_after_ms`
 ago. A standby learns how far the topic goes from its tail now and then, so its own log does not grow
 without end while another node publishes.
@@ -43,7 +44,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from controller.metadata_log import LeaderAndEpoch, MetadataLog
 from records import RecordBatch, SnapshotId, decode_batch
 from records.batch import read_header
-from records.topic import LOG_KEY, decode_key, encode_key, ends_snapshot, snapshot_of
+from records.topic import LOG_KEY, MAX_MESSAGE_BYTES, decode_key, encode_key, ends_snapshot, snapshot_of
 from settings import DEFAULT_TOPIC
 
 log = logging.getLogger(__name__)
@@ -223,6 +224,7 @@ class ProducerSession:
             "queue.buffering.max.messages": config.max_in_flight_batches,
             "linger.ms": 5,
             "compression.type": "none",
+            "message.max.bytes": MAX_MESSAGE_BYTES,  # one message per Raft batch: up to 8 MiB
             **dict(config.extra_producer_config),
         }
         self.producer = Producer(settings)
@@ -292,7 +294,8 @@ class ProducerSession:
 
 
 def ensure_topic(config: PublisherConfig) -> None:
-    """Create the topic (1 partition, unlimited retention) unless it exists; refuse one with more partitions."""
+    """Create the topic (1 partition, unlimited retention, messages as big as a Raft batch) unless it exists;
+    refuse one with more partitions."""
     admin = AdminClient({"bootstrap.servers": config.bootstrap_servers})
     metadata = admin.list_topics(config.topic, timeout=10)
     topic = metadata.topics.get(config.topic)
@@ -304,7 +307,7 @@ def ensure_topic(config: PublisherConfig) -> None:
         return
     new_topic = NewTopic(
         config.topic, num_partitions=1, replication_factor=config.replication_factor,
-        config={"retention.ms": "-1", "retention.bytes": "-1"},
+        config={"retention.ms": "-1", "retention.bytes": "-1", "max.message.bytes": str(MAX_MESSAGE_BYTES)},
     )
     try:
         admin.create_topics([new_topic])[config.topic].result(timeout=30)

@@ -60,9 +60,6 @@ ARROW_SCHEMA = pa.schema(
 BATCH_ROWS = 10_000
 BATCH_BYTES = 64 << 20
 STARTING_OFFSETS = ("earliest", "latest")
-# librdkafka's largest response size. A real broker honours fetch.max.bytes (50 MB by default); noida-db
-# answers a fetch with everything up to the end of the partition, which fails past 100 MB, the default.
-RECEIVE_MAX_BYTES = 2_147_483_647
 # Connection trouble that librdkafka reports but also retries by itself.
 _TRANSIENT = frozenset({KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT})
 
@@ -110,7 +107,6 @@ class KafkaSourceOptions:
         config: dict[str, Any] = {
             "group.id": f"{SOURCE_NAME}-{uuid.uuid4().hex[:8]}",
             "socket.timeout.ms": int(self.timeout_s * 1000),
-            "receive.message.max.bytes": RECEIVE_MAX_BYTES,
             **self.kafka_config,
             "bootstrap.servers": self.bootstrap_servers,
             # What the reading loop relies on; a kafka.* option must not change these.

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from jobs.kafka_source import RECEIVE_MAX_BYTES, SOURCE_NAME, KafkaSource, message_offset, message_value
+from jobs.kafka_source import SOURCE_NAME, KafkaSource, message_offset, message_value
 from jobs.store_errors import describe_store_error
 from lake.gc_pause import paused_collector
 from lake.pipeline import MetadataPipeline
@@ -220,7 +220,6 @@ def read_topic(config: MaterializeConfig, end_kafka_offset: int) -> Iterator[Top
         "group.id": f"kraftlake-rebuild-{os.getpid()}",
         "enable.auto.commit": False,
         "enable.partition.eof": True,
-        "receive.message.max.bytes": RECEIVE_MAX_BYTES,
     })
     try:
         consumer.assign([TopicPartition(config.topic, 0, 0)])

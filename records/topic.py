@@ -18,6 +18,9 @@ from records.control_types import SnapshotFooterRecord, SnapshotHeaderRecord
 from records.files import SnapshotId
 
 LOG_KEY = struct.Struct(">q")
+# The largest message the topic must take: Kafka's Raft batches reach 8 MiB (KafkaRaftClient.MAX_BATCH_SIZE_BYTES
+# in 4.4), above the 1 MiB Kafka and librdkafka allow by default; twice that leaves room for the framing.
+MAX_MESSAGE_BYTES = 16 << 20
 SNAPSHOT_KEY = struct.Struct(">qi")
 
 

@@ -1,4 +1,5 @@
-"""`kraftlake broker start|stop|status`: the embedded local Kafka broker (noida-db) as a background service."""
+"""`kraftlake broker start|stop|status`: the embedded local Kafka broker (one Apache Kafka node) as a
+background service."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from kraftlake.broker import LocalBroker, default_data_dir, running_broker, stop
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
-        "broker", help="start, stop or check the local Kafka broker (noida-db) used by default"
+        "broker", help="start, stop or check the local Kafka broker (Apache Kafka) used by default"
     )
     actions = parser.add_subparsers(dest="action", required=True)
 

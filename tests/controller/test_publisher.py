@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource
 
 from controller import LocalMetadataLog
 from controller.publisher import MetadataPublisher, PublisherConfig, decode_key
@@ -18,6 +18,7 @@ from jobs.kafka_source import message_value
 from kraftlake.broker import LocalBroker
 from records import decode_batch
 from records import metadata_types as mt
+from records.topic import MAX_MESSAGE_BYTES
 
 pytestmark = pytest.mark.integration
 WAIT_S = 90
@@ -100,6 +101,25 @@ def test_every_committed_batch_once_in_order(setup, kafka_broker: LocalBroker) -
     assert [key for key, _ in messages][:3] == [0, 1, 3]  # LeaderChange at 0, then 2-record batches
     topic_config = AdminClient({"bootstrap.servers": config.bootstrap_servers})
     assert config.topic in topic_config.list_topics(timeout=10).topics
+
+
+def test_a_batch_as_big_as_kafkas_largest_reaches_the_topic(setup) -> None:
+    """Kafka's Raft batches reach 8 MiB, past the 1 MiB Kafka and librdkafka take by default: the topic and
+    the producer are created for MAX_MESSAGE_BYTES."""
+    log, config, publishers = setup
+    publishers.append(MetadataPublisher(log, 1, config).start())
+    log.elect(1)
+    value = "x" * 30_000  # a string field holds at most 32767 bytes
+    values = [mt.ConfigRecord(resource_type=2, resource_name="t", name=f"c{i}", value=value) for i in range(300)]
+    log.append(log.leader.epoch, values, {}, 0)
+    raw = committed_raw(log)[-1]
+    assert len(raw) > 8 << 20
+    wait_for(lambda: publishers[0].published_offset >= decode_batch(raw).last_offset, "the big batch")
+    assert read_topic(config.bootstrap_servers, config.topic)[-1][1] == raw
+    admin = AdminClient({"bootstrap.servers": config.bootstrap_servers})
+    resource = ConfigResource("topic", config.topic)
+    entries = admin.describe_configs([resource])[resource].result(timeout=10)
+    assert entries["max.message.bytes"].value == str(MAX_MESSAGE_BYTES)
 
 
 def test_a_new_leader_resumes_after_the_last_published_batch(setup) -> None:

@@ -20,6 +20,7 @@ from jobs.kafka_source import (
     _cap,
 )
 from kraftlake.broker import LocalBroker
+from records.topic import MAX_MESSAGE_BYTES
 from tests.fixtures.broker import create_topic, numbered, produce
 
 pytestmark = pytest.mark.integration
@@ -141,11 +142,8 @@ def test_options_are_validated_before_any_io() -> None:
 def test_transactions_read_committed_with_markers_at_range_ends(
     spark: SparkSession, kafka_broker: LocalBroker, tmp_path: Path
 ) -> None:
-    """Markers and aborted records hold offsets no row has; an open transaction must not stall the run.
-
-    The aborting producer never writes again: noida-db 0.2.3 would otherwise hide its later commits from
-    a read_committed fetch that starts past the abort (see kraftlake/broker.py).
-    """
+    """Markers and aborted records hold offsets no row has; an open transaction must not stall the run; a
+    producer that aborted and then committed has its later records read (a range may start past the abort)."""
     bootstrap = kafka_broker.bootstrap_servers
     topic = create_topic(bootstrap)
     writer, aborter = (
@@ -167,7 +165,7 @@ def test_transactions_read_committed_with_markers_at_range_ends(
             producer.init_transactions(30)
         transaction(writer, numbered(0, 5), "commit")  # offsets 0-4, marker 5
         transaction(aborter, numbered(5, 8), "abort")  # offsets 6-8, marker 9
-        transaction(writer, numbered(8, 10), "commit")  # offsets 10-11, marker 12
+        transaction(aborter, numbered(8, 10), "commit")  # offsets 10-11, marker 12
         transaction(writer, numbered(10, 12), "open")  # offsets 13-14, not stable yet
         options = {"bootstrap.servers": bootstrap, "topic": topic, "maxOffsetsPerTrigger": "3"}
 
@@ -210,14 +208,16 @@ def test_limit_is_shared_by_backlog_and_always_makes_progress() -> None:
     assert _cap(begin, {"0": 105, "1": 3, "2": 7}, 100) == {"0": 105, "1": 3, "2": 7}
 
 
-def test_a_fetch_answer_past_librdkafkas_default_limit_is_read(tmp_path: Path) -> None:
-    """noida-db answers a fetch with the whole rest of the partition, whatever fetch.max.bytes says: past
-    librdkafka's default receive.message.max.bytes (100 MB) nothing at all was read."""
-    count, value = 120, bytes(900_000)  # 108 MB
-    with LocalBroker(tmp_path / "broker") as broker:  # its own broker: a big state slows every later write
-        topic = create_topic(broker.bootstrap_servers)
-        produce(broker.bootstrap_servers, topic, [(b"%d" % i, value) for i in range(count)])
-        options = KafkaSourceOptions.parse({"bootstrap.servers": broker.bootstrap_servers, "topic": topic})
-        batches = list(KafkaStreamReader(options).read(KafkaRange(0, 0, count)))
-    offsets = [offset for batch in batches for offset in batch.column("offset").to_pylist()]
-    assert offsets == list(range(count))
+def test_messages_as_big_as_kafkas_largest_raft_batch_are_read(kafka_broker: LocalBroker) -> None:
+    """Kafka's Raft batches reach 8 MiB, past the 1 MiB Kafka and librdkafka allow by default: the broker and
+    the producer are raised to MAX_MESSAGE_BYTES, and the reader needs nothing special (KIP-74 fetches)."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = create_topic(bootstrap)
+    values = [bytes([i]) * (8 << 20) for i in range(3)]
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "message.max.bytes": MAX_MESSAGE_BYTES})
+    for i, value in enumerate(values):
+        producer.produce(topic, key=b"%d" % i, value=value, partition=0)
+    assert producer.flush(60) == 0
+    options = KafkaSourceOptions.parse({"bootstrap.servers": bootstrap, "topic": topic})
+    batches = list(KafkaStreamReader(options).read(KafkaRange(0, 0, len(values))))
+    assert [value for batch in batches for value in batch.column("value").to_pylist()] == values
