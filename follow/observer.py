@@ -80,7 +80,8 @@ class Position:
 class Observer:
     def __init__(self, config: ObserverConfig, next_offset: int, last_epoch: int) -> None:
         self.config = config
-        self.position = Position(next_offset)
+        # the leader's epoch is at least that of the last batch fetched (a lower one is an invalid request)
+        self.position = Position(next_offset, epoch=last_epoch)
         self._last_epoch = last_epoch  # epoch of the batch before `next_offset` (0 at the log's start)
         self._pending: list[CommittedBatch] = []  # fetched past the high watermark, not handed on yet
         self._connection: ControllerConnection | None = None

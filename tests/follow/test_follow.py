@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from controller.publisher import PublisherConfig, read_tail
+from kraftlake.kafka_node import KafkaNode, free_ports, kafka_uuid
 from lake.time_travel import image_at_offset, published_images
 from lake.warehouse import Warehouse
 from records import decode_batch
@@ -29,7 +30,6 @@ from records.topic import decode_key, ends_snapshot, snapshot_of, starts_snapsho
 from replay.canonical import canonical_json
 from replay.log_replay import replay_paths
 from tests.fixtures.broker import create_topic
-from tests.follow.kafka_node import KafkaNode, free_port
 from tests.jobs.metadata_topic import drain, topic_messages
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ class FollowProcess:
 
     def __init__(self, node: KafkaNode, bootstrap: str, topic: str, *extra: str) -> None:
         self.args = [sys.executable, "-m", "kraftlake.cli", "follow", "--bootstrap-controllers",
-                     node.bootstrap_controllers, "--bootstrap-servers", bootstrap, "--topic", topic, *extra]
+                     node.controller_endpoint, "--bootstrap-servers", bootstrap, "--topic", topic, *extra]
         self.output = b""
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -65,9 +65,16 @@ def run_follow(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[s
                           capture_output=True, text=True, timeout=timeout)
 
 
+def formatted_node(directory: Path, properties: dict[str, str] | None = None, release: str | None = None) -> KafkaNode:
+    """A one-node cluster (broker + controller, standalone quorum) of its own: the tests SIGKILL it."""
+    kafka = KafkaNode(directory, properties=properties)
+    kafka.format(kafka_uuid(), standalone=True, release_version=release)
+    return kafka.start()
+
+
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
-    kafka = KafkaNode(tmp_path_factory.mktemp("kafka-node")).format().start()
+    kafka = formatted_node(tmp_path_factory.mktemp("kafka-node"))
     try:
         yield kafka
     finally:
@@ -165,7 +172,7 @@ def test_a_node_sigkilled_and_restarted_under_the_follower(node: KafkaNode, kafk
     wait_published(bootstrap, topic, end_offset(node))
     node.kill()
     time.sleep(2)  # the follower finds nobody at the endpoint and retries
-    node.start()
+    node.start()  # same ports, same data
     create_topics(node, "after-crash")
     wait_published(bootstrap, topic, end_offset(node), timeout_s=90)
     assert follower.finish() == 0
@@ -182,14 +189,14 @@ def test_bad_endpoints_stop_with_one_line(node: KafkaNode, kafka_broker) -> None
     assert broker.stderr.strip().splitlines()[-1].startswith(
         f"kraftlake follow: {node.bootstrap_servers}: not a KRaft controller listener"
     )
-    down = f"127.0.0.1:{free_port()}"
+    down = f"127.0.0.1:{free_ports(1)[0]}"
     nobody = run_follow("--bootstrap-controllers", down, "--connect-timeout", "1", *common)
     assert nobody.returncode == 2
     assert f"kraftlake follow: no controller answered at {down} within 1 s" in nobody.stderr.splitlines()[-1]
-    other = run_follow("--bootstrap-controllers", node.bootstrap_controllers, "--cluster-id",
+    other = run_follow("--bootstrap-controllers", node.controller_endpoint, "--cluster-id",
                        "b3RoZXItY2x1c3Rlci1pZA", *common)
     assert other.returncode == 2
-    assert f"{node.bootstrap_controllers}, offset 0: Fetch refused with INCONSISTENT_CLUSTER_ID" in other.stderr
+    assert f"{node.controller_endpoint}, offset 0: Fetch refused with INCONSISTENT_CLUSTER_ID" in other.stderr
     garbage = run_follow("--bootstrap-controllers", "nohost", *common)
     assert garbage.returncode == 2 and "'nohost' in 'nohost': not HOST:PORT" in garbage.stderr
 
@@ -204,7 +211,7 @@ def test_a_fresh_follower_starts_from_the_snapshot_when_kafka_deleted_the_log(
         "internal.metadata.delete.delay.millis": "0",
     }
     # metadata.version 4.2: records/ restates Kafka 4.2's record schemas (4.4 writes RegisterBrokerRecord v4)
-    kafka = KafkaNode(tmp_path / "node", short_history, release_version="4.2").format().start()
+    kafka = formatted_node(tmp_path / "node", short_history, release="4.2")
     try:
         create_topics(kafka, "early")
         deadline = time.monotonic() + 90
