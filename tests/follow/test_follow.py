@@ -65,16 +65,33 @@ def run_follow(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[s
                           capture_output=True, text=True, timeout=timeout)
 
 
-def formatted_node(directory: Path, properties: dict[str, str] | None = None, release: str | None = None) -> KafkaNode:
-    """A one-node cluster (broker + controller, standalone quorum) of its own: the tests SIGKILL it."""
-    kafka = KafkaNode(directory, properties=properties)
-    kafka.format(kafka_uuid(), standalone=True, release_version=release)
-    return kafka.start()
+@pytest.fixture(scope="module", autouse=True)
+def short_history_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
+    """A node that snapshots every 2 s and keeps 1 s of history. Kafka's Raft client deletes old segments
+    from a cleaner that runs once a minute, so it starts first (without waiting for it) and ages while the
+    other tests run. metadata.version 4.2: `records` restates Kafka 4.2's record schemas (4.4 writes
+    RegisterBrokerRecord v4), and its warehouse is compared with the replay of its directory."""
+    short_history = {
+        "metadata.log.max.snapshot.interval.ms": "2000",
+        "metadata.log.segment.ms": "1000",
+        "metadata.max.retention.ms": "1000",
+        "internal.metadata.delete.delay.millis": "0",
+    }
+    kafka = KafkaNode(tmp_path_factory.mktemp("short-history-node"), properties=short_history)
+    kafka.format(kafka_uuid(), standalone=True, release_version="4.2")
+    kafka.start(wait=False)
+    try:
+        yield kafka
+    finally:
+        kafka.stop()
 
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
-    kafka = formatted_node(tmp_path_factory.mktemp("kafka-node"))
+    """A one-node cluster (broker + controller, standalone quorum) of the module's own: a test SIGKILLs it."""
+    kafka = KafkaNode(tmp_path_factory.mktemp("kafka-node"))
+    kafka.format(kafka_uuid(), standalone=True)
+    kafka.start()
     try:
         yield kafka
     finally:
@@ -202,29 +219,21 @@ def test_bad_endpoints_stop_with_one_line(node: KafkaNode, kafka_broker) -> None
 
 
 def test_a_fresh_follower_starts_from_the_snapshot_when_kafka_deleted_the_log(
-    kafka_broker, tmp_path: Path
+    short_history_node: KafkaNode, kafka_broker, tmp_path: Path
 ) -> None:
-    short_history = {
-        "metadata.log.max.snapshot.interval.ms": "2000",
-        "metadata.log.segment.ms": "1000",
-        "metadata.max.retention.ms": "1000",
-        "internal.metadata.delete.delay.millis": "0",
-    }
-    # metadata.version 4.2: records/ restates Kafka 4.2's record schemas (4.4 writes RegisterBrokerRecord v4)
-    kafka = formatted_node(tmp_path / "node", short_history, release="4.2")
-    try:
-        create_topics(kafka, "early")
-        deadline = time.monotonic() + 90
-        while (kafka.metadata_dir / "00000000000000000000.log").exists():
-            assert time.monotonic() < deadline, "Kafka never deleted its first segment"
-            time.sleep(0.5)
-        bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
-        follower = FollowProcess(kafka, bootstrap, topic).start()
-        create_topics(kafka, "late")
-        wait_published(bootstrap, topic, end_offset(kafka))
-        assert follower.finish() == 0
-    finally:
-        kafka.stop()
+    kafka = short_history_node
+    kafka.wait_ready()
+    create_topics(kafka, "early")
+    deadline = time.monotonic() + 120
+    while (kafka.metadata_dir / "00000000000000000000.log").exists():
+        assert time.monotonic() < deadline, "Kafka never deleted its first segment"
+        time.sleep(0.5)
+    bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
+    follower = FollowProcess(kafka, bootstrap, topic).start()
+    create_topics(kafka, "late")
+    wait_published(bootstrap, topic, end_offset(kafka))
+    assert follower.finish() == 0
+    kafka.stop()  # its directory stays as it is for the comparisons
 
     messages = topic_messages(bootstrap, topic)
     snapshot = snapshot_of(messages[0].key)
