@@ -314,6 +314,21 @@ def ensure_topic(config: PublisherConfig) -> None:
     except KafkaException as error:
         if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
             raise
+    _wait_for_leader(admin, config.topic)
+
+
+def _wait_for_leader(admin: AdminClient, topic: str, timeout_s: float = 30.0) -> None:
+    """Kafka acknowledges a new topic before its brokers know the partition: reading the topic's tail right
+    away fails with an unknown partition. Wait until the metadata names the partition's leader."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        described = admin.list_topics(topic, timeout=10).topics.get(topic)
+        if described is not None and described.error is None and described.partitions.get(0, None) is not None \
+                and described.partitions[0].leader >= 0:
+            return
+        if time.monotonic() > deadline:
+            raise PublishError(f"topic {topic} was created but has no partition leader after {timeout_s:.0f} s")
+        time.sleep(0.1)
 
 
 def last_message(config: PublisherConfig, timeout_s: float = 30.0) -> Message | None:
