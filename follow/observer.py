@@ -187,13 +187,14 @@ class Observer:
 
     def _committed(self) -> list[CommittedBatch | FetchedSnapshot]:
         """Hand on the waiting batches the high watermark has passed."""
-        handed: list[CommittedBatch | FetchedSnapshot] = []
-        batches = self._pending
-        while batches and batches[0].header.last_offset < self.position.high_watermark:
-            batch = batches.pop(0)
-            handed.append(batch)
-            self.position.next_offset = batch.header.last_offset + 1
-            self._last_epoch = batch.header.partition_leader_epoch
+        count = 0
+        while count < len(self._pending) and self._pending[count].header.last_offset < self.position.high_watermark:
+            count += 1
+        committed, self._pending = self._pending[:count], self._pending[count:]
+        if committed:
+            self.position.next_offset = committed[-1].header.last_offset + 1
+            self._last_epoch = committed[-1].header.partition_leader_epoch
+        handed: list[CommittedBatch | FetchedSnapshot] = [*committed]
         return handed
 
     def _truncate(self, diverging: Any, where: str) -> None:

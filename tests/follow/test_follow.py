@@ -8,17 +8,21 @@ with one line."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from controller.publisher import PublisherConfig, read_tail
+from follow.client import ControllerConnection, Endpoint, Versions, parse_endpoints
+from follow.observer import FetchedSnapshot, Observer, ObserverConfig
 from kraftlake.kafka_node import KafkaNode, free_ports, kafka_uuid
 from lake.time_travel import image_at_offset, published_images
 from lake.warehouse import Warehouse
@@ -29,6 +33,7 @@ from records.files import SnapshotId
 from records.topic import decode_key, ends_snapshot, snapshot_of, starts_snapshot
 from replay.canonical import canonical_json
 from replay.log_replay import replay_paths
+from settings.jars import jar_dir
 from tests.fixtures.broker import create_topic
 from tests.jobs.metadata_topic import drain, topic_messages
 
@@ -198,6 +203,26 @@ def test_a_node_sigkilled_and_restarted_under_the_follower(node: KafkaNode, kafk
     assert assert_log_in_topic(bootstrap, topic, log_batches(node.metadata_dir)) >= end_offset(node) - 50
 
 
+def highest_version(message_class: str) -> int:
+    """HIGHEST_SUPPORTED_VERSION of one of Kafka's generated message classes, from the jar the node runs."""
+    jar = next(jar_dir("kafka").glob("kafka-clients-*.jar"))
+    command = ["javap", "-cp", str(jar), "-constants", f"org.apache.kafka.common.message.{message_class}"]
+    listing = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    found = re.search(r"HIGHEST_SUPPORTED_VERSION = (\d+)", listing)
+    assert found is not None, listing
+    return int(found.group(1))
+
+
+def test_versions_negotiated_are_the_highest_kafka_speaks(node: KafkaNode) -> None:
+    """ApiVersions against the node: Kafka 4.4's newest Fetch (18) and FetchSnapshot (1), as its jar says."""
+    connection = ControllerConnection(Endpoint("127.0.0.1", node.controller_port), timeout_s=10)
+    try:
+        assert connection.versions == Versions(highest_version("FetchRequestData"),
+                                               highest_version("FetchSnapshotRequestData"))
+    finally:
+        connection.close()
+
+
 def test_bad_endpoints_stop_with_one_line(node: KafkaNode, kafka_broker) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     common = ["--bootstrap-servers", bootstrap, "--topic", create_topic(bootstrap)]
@@ -218,6 +243,28 @@ def test_bad_endpoints_stop_with_one_line(node: KafkaNode, kafka_broker) -> None
     assert garbage.returncode == 2 and "'nohost' in 'nohost': not HOST:PORT" in garbage.stderr
 
 
+def assert_snapshot_in_small_chunks(kafka: KafkaNode) -> None:
+    """FetchSnapshot with 200 bytes a response: the chunks make up the snapshot file, whole batches from its
+    SnapshotHeader to its SnapshotFooter (Kafka's file, where it still has it)."""
+    endpoints = tuple(parse_endpoints(kafka.controller_endpoint))
+    observer = Observer(ObserverConfig(endpoints, max_bytes=200), 0, 0)
+    try:
+        fetched = [item for _ in range(20) for item in observer.poll() if isinstance(item, FetchedSnapshot)]
+    finally:
+        observer.close()
+    assert fetched, "the leader never offered its snapshot to a fetch at offset 0"
+    snapshot = fetched[0]
+    data = b"".join(batch.raw for batch in snapshot.batches)
+    assert len(data) > 5 * 200
+    assert starts_snapshot(decode_batch(snapshot.batches[0].raw))
+    assert ends_snapshot(decode_batch(snapshot.batches[-1].raw))
+    offsets = [(b.header.base_offset, b.header.last_offset) for b in snapshot.batches]
+    assert offsets[0][0] == 0 and all(base == last + 1 for (_, last), (base, _) in pairwise(offsets))
+    on_disk = kafka.metadata_dir / snapshot.snapshot_id.file_name()
+    if on_disk.exists():  # Kafka's cleaner may have deleted it since (a newer snapshot covers it)
+        assert data == on_disk.read_bytes()
+
+
 def test_a_fresh_follower_starts_from_the_snapshot_when_kafka_deleted_the_log(
     short_history_node: KafkaNode, kafka_broker, tmp_path: Path
 ) -> None:
@@ -233,6 +280,7 @@ def test_a_fresh_follower_starts_from_the_snapshot_when_kafka_deleted_the_log(
     create_topics(kafka, "late")
     wait_published(bootstrap, topic, end_offset(kafka))
     assert follower.finish() == 0
+    assert_snapshot_in_small_chunks(kafka)
     kafka.stop()  # its directory stays as it is for the comparisons
 
     messages = topic_messages(bootstrap, topic)
