@@ -9,8 +9,9 @@ data directory.
 
 What was checked about Kafka here (4.4.0, these machines):
 
-- Start-up is about 2.5 s to the first answered metadata request, 170 MB resident with the small heap
-  (figures: `bench/bench_broker.py`). A clean stop (SIGTERM) takes about 0.3 s.
+- Start-up is 2.5 s to the first answered metadata request on a quiet machine (7 s with the load average at
+  24), 170 MB resident with the small heap; the C1-only JIT starts it 2-3x faster than C2 or G1 (figures:
+  `bench/bench_broker.py`, BENCHMARKS.md). A clean stop (SIGTERM) takes about 0.4 s.
 - SIGKILL loses nothing that was acknowledged: Kafka appends to the page cache, which outlives the process
   (only a machine crash could lose unflushed writes). After a SIGKILL the new incarnation registers once the
   old one's session expired (`broker.session.timeout.ms`, lowered to 3 s here; 9 s by default).

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from confluent_kafka import Consumer, TopicPartition
 from controller.admin_client import AdminClient, AdminError
 from jobs.kafka_source import message_value
 from kraftlake.broker import LocalBroker
+from kraftlake.kafka_node import free_ports
 from raft.config import load_config
 from raft.server import AppendSession
 from records import decode_batch
@@ -27,17 +27,6 @@ from settings import DEFAULT_TOPIC
 
 TOPIC = DEFAULT_TOPIC
 REPO = Path(__file__).resolve().parents[1]
-
-
-def free_ports(count: int) -> list[int]:
-    """`count` distinct loopback ports free right now (held open together so none is handed out twice)."""
-    sockets = [socket.socket() for _ in range(count)]
-    for sock in sockets:
-        sock.bind(("127.0.0.1", 0))
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
 
 
 class LocalCluster:

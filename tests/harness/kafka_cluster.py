@@ -1,0 +1,293 @@
+"""A real multi-node Apache Kafka cluster on loopback (for the tests and the benchmark), driven the way an
+operator drives one: with Kafka's own tools run from the jars.
+
+Three combined broker+controller nodes by default, formatted with `--initial-controllers` (kraft.version 1, a
+dynamic quorum, so the voter set can change), each a small-heap JVM (`kraftlake.kafka_node`). StandardAuthorizer
+is on with `User:ANONYMOUS` (every PLAINTEXT client, the nodes included) as super user, so ACLs can be managed.
+
+By hand (the nodes run until Ctrl-C; their logs are `DIR/node-N/server.log`):
+
+    PYTHONPATH=. .venv/bin/python -m tests.harness.kafka_cluster DIR [--release-version 3.9-IV0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from kraftlake.kafka_node import CONTROLLER, HOST, KafkaNode, free_ports, kafka_uuid, write_properties
+from kraftlake.kafka_tools import KafkaToolError, run_tool
+
+T = TypeVar("T")
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+CLUSTER_PROPERTIES = {
+    "authorizer.class.name": STANDARD_AUTHORIZER,
+    "super.users": "User:ANONYMOUS",
+    "offsets.topic.num.partitions": "3",
+    "transaction.state.log.num.partitions": "3",
+}
+QUICK_ADMIN = {"request.timeout.ms": "3000", "default.api.timeout.ms": "6000"}
+# Tools that take no bootstrap option (they work on files).
+OFFLINE_TOOLS = frozenset({"kafka-storage", "kafka-dump-log"})
+WAIT_S = 90.0
+
+
+class ClusterError(AssertionError):
+    """The cluster did not reach a state in time; the message says which and what was seen last."""
+
+
+def wait_for(check: Callable[[], T | None], what: str, timeout: float = WAIT_S, every: float = 0.2) -> T:
+    """Poll `check` until it returns something other than None/False; returns it."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while True:
+        try:
+            result = check()
+            if result is not None and result is not False:
+                return result
+        except (KafkaException, KafkaToolError, OSError, AssertionError) as error:  # transient while nodes move
+            last = error
+        if time.monotonic() > deadline:
+            raise ClusterError(f"timed out after {timeout:g} s waiting for {what} (last: {last})")
+        time.sleep(every)
+
+
+@dataclass(frozen=True)
+class MetadataRecord:
+    """One record as `kafka-dump-log` decodes it: a metadata record's type (`TOPIC_RECORD`) or a control
+    record's name (`KRaftVoters`, `LeaderChange`), its version and its fields."""
+
+    offset: int
+    type: str
+    version: int
+    data: dict[str, Any]
+
+
+def parse_dumped_record(line: str) -> MetadataRecord:
+    """`| offset: 7 ... headerKeys: [] payload: {"type":..,"version":..,"data":{..}}`, or for a control
+    record `... headerKeys: [] KRaftVoters {"version":0,...}`."""
+    offset = int(line.split()[2])
+    label, _, body = line.split("headerKeys: [] ", 1)[1].partition(" {")
+    decoded = json.loads("{" + body)
+    if label == "payload:":
+        return MetadataRecord(offset, decoded["type"], decoded["version"], decoded["data"])
+    return MetadataRecord(offset, label.rstrip(":"), decoded.pop("version"), decoded)
+
+
+class KafkaCluster:
+    """`nodes` combined broker+controller nodes (ids 1..n) under `root`; `properties` go into every node's
+    `server.properties` (over `CLUSTER_PROPERTIES`); `release_version` is the metadata.version the storage is
+    formatted with (default: the jars' latest)."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        nodes: int = 3,
+        properties: Mapping[str, str] | None = None,
+        release_version: str | None = None,
+    ) -> None:
+        self.root = root.resolve()
+        self.cluster_id = kafka_uuid()
+        self.release_version = release_version
+        self.properties = {**CLUSTER_PROPERTIES, **(properties or {})}
+        ports = free_ports(2 * nodes)
+        controllers = [f"{HOST}:{port}" for port in ports[1::2]]
+        self.nodes: dict[int, KafkaNode] = {}
+        for node_id in range(1, nodes + 1):
+            broker_port, controller_port = ports[2 * node_id - 2 : 2 * node_id]
+            self.nodes[node_id] = KafkaNode(
+                self.root / f"node-{node_id}", node_id, broker_port=broker_port, controller_port=controller_port,
+                quorum=controllers, properties=self.properties,
+            )  # fmt: skip
+        self.initial_controllers = tuple(self.nodes)
+
+    # -- life cycle --------------------------------------------------------------------------------
+
+    def start(self) -> KafkaCluster:
+        """Format every node with the same initial voter set, start them together (a controller waits for a
+        majority) and return once every broker is registered and unfenced."""
+        voters = [node.voter(kafka_uuid()) for node in self.nodes.values()]
+        self._each(
+            lambda node: node.format(
+                self.cluster_id, initial_controllers=voters, release_version=self.release_version
+            ),
+            self.nodes.values(),
+        )
+        for node in self.nodes.values():
+            node.start(wait=False)
+        self._each(lambda node: node.wait_ready(), self.nodes.values())
+        self.wait_unfenced(*self.brokers())
+        return self
+
+    def stop(self) -> None:
+        """Stop every node at once (each SIGTERM, SIGKILL after a few seconds): a node whose quorum is gone
+        cannot shut down cleanly, and the data is thrown away or copied before this."""
+        self._each(lambda node: node.stop(grace=5.0), self.nodes.values())
+
+    @staticmethod
+    def _each(action: Callable[[KafkaNode], object], nodes: Iterable[KafkaNode]) -> None:
+        """Run `action` on the nodes in parallel threads (JVMs start faster side by side); re-raise the first error."""
+        chosen = list(nodes)
+        with ThreadPoolExecutor(max_workers=max(1, len(chosen))) as pool:
+            for future in [pool.submit(action, node) for node in chosen]:
+                future.result()
+
+    def __enter__(self) -> KafkaCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- nodes ----------------------------------------------------------------------------------------
+
+    def node(self, node_id: int) -> KafkaNode:
+        return self.nodes[node_id]
+
+    def brokers(self) -> list[int]:
+        return [node_id for node_id, node in self.nodes.items() if node.is_broker]
+
+    def kill(self, node_id: int) -> None:
+        """SIGKILL one node, as a crash would."""
+        self.nodes[node_id].kill()
+
+    def restart(self, node_id: int) -> None:
+        """Start a stopped or killed node again (same ports, same data); a broker: until it is unfenced."""
+        node = self.nodes[node_id]
+        node.stop()
+        node.start()
+        if node.is_broker:
+            self.wait_unfenced(node_id)
+
+    def metadata_dir(self, node_id: int) -> Path:
+        """The node's `__cluster_metadata-0` directory (copy it before comparing: Kafka keeps writing)."""
+        return self.nodes[node_id].metadata_dir
+
+    def dump_metadata_log(self, node_id: int) -> list[MetadataRecord]:
+        """Every record of the node's metadata log segments as Kafka's own decoder prints them
+        (`kafka-dump-log --cluster-metadata-decoder`): Kafka is the oracle of what its log holds."""
+        segments = sorted(str(path) for path in self.metadata_dir(node_id).glob("*.log"))
+        out = self.tool("kafka-dump-log", "--cluster-metadata-decoder", "--files", ",".join(segments))
+        return [parse_dumped_record(line) for line in out.splitlines() if line.startswith("| offset: ")]
+
+    # -- addresses and tools ----------------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(node.bootstrap_servers for node in self.nodes.values() if node.is_broker and node.running)
+
+    @property
+    def bootstrap_controllers(self) -> str:
+        return ",".join(
+            node.controller_endpoint for node in self.nodes.values() if node.is_controller and node.running
+        )
+
+    def admin(self) -> AdminClient:
+        return AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+
+    def tool(self, name: str, *args: str, controller: bool = False, timeout: float = 120.0) -> str:
+        """Run Kafka's `name` tool (`kafka-topics`, `kafka-configs`, ...) against this cluster: with
+        `--bootstrap-server`, or `--bootstrap-controller` when `controller`; returns its stdout, raises
+        `KafkaToolError` with its output when it fails. The option goes first: the tools with sub-commands
+        (`kafka-metadata-quorum`, `kafka-features`) want it before the sub-command."""
+        if name in OFFLINE_TOOLS:
+            return run_tool(name, *args, timeout=timeout)
+        bootstrap = (
+            ("--bootstrap-controller", self.bootstrap_controllers) if controller
+            else ("--bootstrap-server", self.bootstrap_servers)
+        )  # fmt: skip
+        return run_tool(name, *bootstrap, *args, timeout=timeout)
+
+    # -- the quorum ------------------------------------------------------------------------------------
+
+    def quorum_status(self) -> dict[str, str]:
+        """`kafka-metadata-quorum describe --status` as key → value (LeaderId, CurrentVoters, ...). Short client
+        timeouts: right after a controller died the tool would otherwise wait a minute for it, not retry."""
+        quick = self.root / "quick-admin.properties"
+        write_properties(quick, QUICK_ADMIN)
+        out = self.tool("kafka-metadata-quorum", "--command-config", str(quick), "describe", "--status",
+                        controller=True)  # fmt: skip
+        return {key.strip(): value.strip() for key, _, value in (line.partition(":") for line in out.splitlines())}
+
+    def active_controller(self) -> int:
+        return int(self.quorum_status()["LeaderId"])
+
+    def voters(self) -> set[int]:
+        """The current voter ids, as the quorum reports them."""
+        return {int(node_id) for node_id in re.findall(r'"id":\s*(\d+)', self.quorum_status()["CurrentVoters"])}
+
+    def wait_for_new_leader(self, old: int) -> int:
+        def elected() -> int | None:
+            leader = self.active_controller()
+            return leader if leader not in (old, -1) else None
+
+        return wait_for(elected, f"a controller other than {old} to lead")
+
+    def add_controller(self, node_id: int) -> KafkaNode:
+        """Start a controller-only node `node_id` that joins the cluster (`--no-initial-controllers`), then
+        make it a voter with `kafka-metadata-quorum add-controller` (its own config as command config)."""
+        broker_port, controller_port = free_ports(2)
+        node = KafkaNode(
+            self.root / f"node-{node_id}", node_id, roles=(CONTROLLER,), broker_port=broker_port,
+            controller_port=controller_port, quorum=self._quorum_endpoints(), properties=self.properties,
+        )  # fmt: skip
+        node.format(self.cluster_id)
+        self.nodes[node_id] = node.start()
+        self.tool("kafka-metadata-quorum", "--command-config", str(node.config_path), "add-controller",
+                  controller=True)  # fmt: skip
+        wait_for(lambda: node_id in self.voters(), f"controller {node_id} to become a voter")
+        return node
+
+    def remove_controller(self, node_id: int) -> None:
+        """`kafka-metadata-quorum remove-controller` for a voter (named by id and metadata directory id)."""
+        node = self.nodes[node_id]
+        self.tool("kafka-metadata-quorum", "remove-controller", "--controller-id", str(node_id),
+                  "--controller-directory-id", node.directory_id, controller=True)  # fmt: skip
+        wait_for(lambda: node_id not in self.voters(), f"controller {node_id} to leave the voters")
+
+    def _quorum_endpoints(self) -> list[str]:
+        return [node.controller_endpoint for node in self.nodes.values() if node.is_controller]
+
+    # -- brokers -----------------------------------------------------------------------------------------
+
+    def wait_unfenced(self, *node_ids: int) -> None:
+        """Until the cluster's metadata lists these brokers (a fenced broker is left out of it)."""
+        wanted = set(node_ids)
+
+        def listed() -> bool:
+            return wanted <= set(self.admin().list_topics(timeout=5).brokers)
+
+        wait_for(listed, f"brokers {sorted(wanted)} to be unfenced")
+
+    def wait_fenced(self, node_id: int) -> None:
+        wait_for(lambda: node_id not in self.admin().list_topics(timeout=5).brokers, f"broker {node_id} fenced")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="run the tests' Kafka cluster until Ctrl-C")
+    parser.add_argument("root", type=Path)
+    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--release-version", default=None)
+    args = parser.parse_args()
+    with KafkaCluster(args.root, nodes=args.nodes, release_version=args.release_version) as cluster:
+        print(f"bootstrap servers: {cluster.bootstrap_servers}")
+        print(f"bootstrap controllers: {cluster.bootstrap_controllers}")
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
