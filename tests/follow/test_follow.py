@@ -35,6 +35,7 @@ from replay.canonical import canonical_json
 from replay.log_replay import replay_paths
 from settings.jars import jar_dir
 from tests.fixtures.broker import create_topic
+from tests.harness.kafka_cluster import KafkaCluster
 from tests.jobs.metadata_topic import drain, topic_messages
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,9 +44,9 @@ REPO = Path(__file__).resolve().parents[2]
 class FollowProcess:
     """`kraftlake follow` as its own process, as users run it."""
 
-    def __init__(self, node: KafkaNode, bootstrap: str, topic: str, *extra: str) -> None:
-        self.args = [sys.executable, "-m", "kraftlake.cli", "follow", "--bootstrap-controllers",
-                     node.controller_endpoint, "--bootstrap-servers", bootstrap, "--topic", topic, *extra]
+    def __init__(self, controllers: str, bootstrap: str, topic: str, *extra: str) -> None:
+        self.args = [sys.executable, "-m", "kraftlake.cli", "follow", "--bootstrap-controllers", controllers,
+                     "--bootstrap-servers", bootstrap, "--topic", topic, *extra]
         self.output = b""
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -56,11 +57,12 @@ class FollowProcess:
         return self
 
     def finish(self, sig: int = signal.SIGTERM) -> int:
+        """Stop it with `sig` (unless it ended already) and collect its output; again: the same code."""
         assert self.process is not None
-        if self.process.poll() is None:
+        if self.process.returncode is None:
             self.process.send_signal(sig)
-        out, _ = self.process.communicate(timeout=60)
-        self.output += out
+            out, _ = self.process.communicate(timeout=60)
+            self.output += out
         return self.process.returncode
 
 
@@ -151,12 +153,13 @@ def create_topics(node: KafkaNode, *names: str) -> None:
 
 
 def end_offset(node: KafkaNode) -> int:
+    """The last offset the node's log files hold (committed or about to be)."""
     return max(read_header(raw, 0, "").last_offset for raw in log_batches(node.metadata_dir).values())
 
 
 def test_every_committed_batch_once_in_order_byte_identical_across_restarts(node: KafkaNode, kafka_broker) -> None:
     bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
-    follower = FollowProcess(node, bootstrap, topic, "--log-interval", "1").start()
+    follower = FollowProcess(node.controller_endpoint, bootstrap, topic, "--log-interval", "1").start()
     create_topics(node, "orders", "payments")
     admin = AdminClient({"bootstrap.servers": node.bootstrap_servers})
     change = ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)
@@ -177,11 +180,11 @@ def test_every_committed_batch_once_in_order_byte_identical_across_restarts(node
     assert last >= created_at
 
     # a rerun resumes where the topic ends; a follower SIGKILLed mid-run too
-    follower = FollowProcess(node, bootstrap, topic).start()
+    follower = FollowProcess(node.controller_endpoint, bootstrap, topic).start()
     wait_published(bootstrap, topic, last + 5)
     follower.finish(signal.SIGKILL)
     assert b"fetching from offset %d" % (last + 1) in follower.output
-    follower = FollowProcess(node, bootstrap, topic).start()
+    follower = FollowProcess(node.controller_endpoint, bootstrap, topic).start()
     create_topics(node, "after-restart")
     wait_published(bootstrap, topic, end_offset(node))
     assert follower.finish() == 0
@@ -190,7 +193,7 @@ def test_every_committed_batch_once_in_order_byte_identical_across_restarts(node
 
 def test_a_node_sigkilled_and_restarted_under_the_follower(node: KafkaNode, kafka_broker) -> None:
     bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
-    follower = FollowProcess(node, bootstrap, topic).start()
+    follower = FollowProcess(node.controller_endpoint, bootstrap, topic).start()
     wait_published(bootstrap, topic, end_offset(node))
     node.kill()
     time.sleep(2)  # the follower finds nobody at the endpoint and retries
@@ -276,7 +279,7 @@ def test_a_fresh_follower_starts_from_the_snapshot_when_kafka_deleted_the_log(
         assert time.monotonic() < deadline, "Kafka never deleted its first segment"
         time.sleep(0.5)
     bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
-    follower = FollowProcess(kafka, bootstrap, topic).start()
+    follower = FollowProcess(kafka.controller_endpoint, bootstrap, topic).start()
     create_topics(kafka, "late")
     wait_published(bootstrap, topic, end_offset(kafka))
     assert follower.finish() == 0
@@ -302,3 +305,27 @@ def test_a_fresh_follower_starts_from_the_snapshot_when_kafka_deleted_the_log(
     from_replay = canonical_json(replay_paths([kafka.metadata_dir], last).image, provenance=False)
     assert from_delta == from_replay
     assert '"late"' in from_delta
+
+
+def test_a_controller_failover_under_the_follower(kafka_cluster: KafkaCluster, kafka_broker) -> None:
+    """Three controllers (the session's shared cluster, left whole): the follower finds the leader from the
+    bootstrap list, follows it, and when the leader is SIGKILLed goes on with the newly elected one; the
+    topic is the survivors' log, byte for byte."""
+    bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
+    follower = FollowProcess(kafka_cluster.bootstrap_controllers, bootstrap, topic).start()
+    old = kafka_cluster.active_controller()
+    survivor = kafka_cluster.node(next(node_id for node_id in kafka_cluster.nodes if node_id != old))
+    create_topics(survivor, "before-failover")
+    wait_published(bootstrap, topic, end_offset(survivor))
+    kafka_cluster.kill(old)
+    try:
+        new = kafka_cluster.wait_for_new_leader(old)
+        create_topics(survivor, "after-failover")
+        wait_published(bootstrap, topic, end_offset(survivor), timeout_s=90)
+        assert follower.finish() == 0
+    finally:
+        follower.finish()
+        kafka_cluster.restart(old)
+    assert b"leader change: offset" in follower.output
+    assert f"leader {new} (epoch".encode() in follower.output
+    assert assert_log_in_topic(bootstrap, topic, log_batches(survivor.metadata_dir)) >= end_offset(survivor) - 50
