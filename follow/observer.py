@@ -157,11 +157,11 @@ class Observer:
         self.position.high_watermark = partition.high_watermark
         return self._committed()
 
-    def _top_level_error(self, code: int, where: str) -> None:
+    def _top_level_error(self, code: int, where: str, api: str = "Fetch") -> None:
         if code in _FATAL_TOP_LEVEL:
             hint = {104: " (--cluster-id is not this cluster's)", 31: " (the principal needs CLUSTER_ACTION)"}
-            raise FollowError(f"{where}: Fetch refused with {error_name(code)}{hint.get(code, '')}")
-        log.info("follow: %s: Fetch failed with %s; retrying", where, error_name(code))
+            raise FollowError(f"{where}: {api} refused with {error_name(code)}{hint.get(code, '')}")
+        log.info("follow: %s: %s failed with %s; retrying", where, api, error_name(code))
         self._disconnect()
         self._pause()
 
@@ -227,7 +227,7 @@ class Observer:
             response = connection.call(rpc.FETCH_SNAPSHOT, request)
             where = f"{connection.endpoint}, snapshot {snapshot.file_name()} at byte {len(data)}"
             if response.error_code:
-                self._top_level_error(response.error_code, where)
+                self._top_level_error(response.error_code, where, "FetchSnapshot")
                 return None
             part = response.topics[0].partitions[0]
             if part.error_code:
