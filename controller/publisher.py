@@ -314,6 +314,21 @@ def ensure_topic(config: PublisherConfig) -> None:
     except KafkaException as error:
         if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
             raise
+    _wait_for_leader(admin, config.topic)
+
+
+def _wait_for_leader(admin: AdminClient, topic: str, timeout_s: float = 30.0) -> None:
+    """Kafka acknowledges a new topic before its brokers know the partition: reading the topic's tail right
+    away fails with an unknown partition. Wait until the metadata names the partition's leader."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        described = admin.list_topics(topic, timeout=10).topics.get(topic)
+        if described is not None and described.error is None and described.partitions.get(0, None) is not None \
+                and described.partitions[0].leader >= 0:
+            return
+        if time.monotonic() > deadline:
+            raise PublishError(f"topic {topic} was created but has no partition leader after {timeout_s:.0f} s")
+        time.sleep(0.1)
 
 
 def last_message(config: PublisherConfig, timeout_s: float = 30.0) -> Message | None:
@@ -343,6 +358,7 @@ class TopicTail:
     next_offset: int
     last_batch: bytes | None = None  # the last message's bytes when it is a log batch
     cut_snapshot: SnapshotId | None = None  # a snapshot whose footer never reached the topic
+    last_epoch: int = 0  # the leader epoch of the offset before `next_offset` (what a Raft fetch from there sends)
 
 
 def read_tail(config: PublisherConfig, timeout_s: float = 30.0) -> TopicTail:
@@ -359,10 +375,10 @@ def read_tail(config: PublisherConfig, timeout_s: float = 30.0) -> TopicTail:
     snapshot = snapshot_of(key)
     if snapshot is not None:
         closed = ends_snapshot(decode_batch(value, config.topic))
-        return TopicTail(snapshot.end_offset, cut_snapshot=None if closed else snapshot)
+        return TopicTail(snapshot.end_offset, cut_snapshot=None if closed else snapshot, last_epoch=snapshot.epoch)
     if len(key) != LOG_KEY.size or decode_key(key) != header.base_offset:
         raise PublishError(f"the last message of {config.topic} has a key that is not its batch's base offset")
-    return TopicTail(header.last_offset + 1, last_batch=value)
+    return TopicTail(header.last_offset + 1, last_batch=value, last_epoch=header.partition_leader_epoch)
 
 
 def resume_offset(config: PublisherConfig, timeout_s: float = 30.0) -> int:

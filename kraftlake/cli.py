@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kraftlake.commands.quorum",
     "kraftlake.commands.materialize",
     "kraftlake.commands.publish",
+    "kraftlake.commands.follow",
     "kraftlake.commands.demo",
     "kraftlake.commands.admin",
     "kraftlake.commands.simulate",

@@ -38,11 +38,14 @@ INT64 = Primitive("int64", 8)
 FLOAT64 = Primitive("float64", 8)
 UUID = Primitive("uuid", 16)
 STRING = Primitive("string", 0)
-BYTES = Primitive("bytes", 0)
+BYTES = Primitive("bytes", 0)  # also Kafka's "records" type (a Fetch response's record set): raw bytes
+# An int16-length string even in flexible versions (Kafka's `"flexibleVersions": "none"` on a field: the request
+# header's ClientId, so that any broker can read who is asking before it knows the API's format).
+LEGACY_STRING = Primitive("legacy_string", 0)
 
 _FIXED_FORMAT = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "int64": "q", "float64": "d"}
 _ZERO = {"bool": False, "int8": 0, "int16": 0, "uint16": 0, "int32": 0, "int64": 0, "float64": 0.0,
-         "uuid": wire.ZERO_UUID, "string": "", "bytes": b""}
+         "uuid": wire.ZERO_UUID, "string": "", "bytes": b"", "legacy_string": ""}
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,8 @@ class Array:
 
 @dataclass(frozen=True)
 class Field:
-    """One schema field. `versions`/`nullable` are the N of Kafka's "N+" ranges (None: never nullable)."""
+    """One schema field. `versions`/`nullable` are the N of Kafka's "N+" ranges (None: never nullable);
+    `until` is the M of a closed range "N-M" (a field a later version dropped, e.g. Fetch's ReplicaId)."""
 
     name: str
     type: Any
@@ -60,6 +64,7 @@ class Field:
     nullable: int | None = None
     tag: int | None = None
     default: Any = "<zero>"
+    until: int | None = None
 
     @property
     def attr(self) -> str:
@@ -79,7 +84,7 @@ class Field:
         return _ZERO[self.type.name]
 
     def in_version(self, version: int) -> bool:
-        return version >= self.versions
+        return version >= self.versions and (self.until is None or version <= self.until)
 
     def nullable_in(self, version: int) -> bool:
         return self.nullable is not None and version >= self.nullable
@@ -93,12 +98,17 @@ class GeneratedRecord(Protocol):
 
 @dataclass(eq=False)
 class StructSchema:
-    """A message or a nested struct. Building it generates its NamedTuple class."""
+    """A message or a nested struct. Building it generates its NamedTuple class.
+
+    `flexible_from` is the first flexible version (tagged fields, compact lengths); the metadata records are
+    flexible from 0. Below it only fixed-width fields and legacy strings are generated (the request and
+    response headers' old versions): no message here is used at a non-flexible version."""
 
     name: str
     fields: tuple[Field, ...]
     min_version: int = 0
     max_version: int = 0
+    flexible_from: int = 0
     cls: Any = field(init=False)  # a class generated here: its static types are in the `.pyi` stubs
     _codecs: dict[int, tuple[Callable, Callable]] = field(init=False, default_factory=dict)
 
@@ -221,6 +231,14 @@ def _decode_value(src: _Source, ftype: Any, target: str, version: int, nullable:
     if isinstance(ftype, Primitive) and ftype.size:
         _decode_fixed(src, [(ftype, target)])
         return
+    if ftype is LEGACY_STRING:
+        _decode_legacy_string(src, target, nullable, context)
+        return
+    if isinstance(ftype, StructSchema):  # a struct field (tagged: Fetch's CurrentLeader, SnapshotId, ...)
+        name = f"_struct_{id(ftype)}_{version}"
+        _NAMESPACE[name] = ftype.codec(version)[0]
+        src.emit(f"{target}, pos = {name}(buf, pos)")
+        return
     length = src.fresh("n")
     depth = src.depth
     src.emit(f"{length} = buf[pos]")
@@ -305,8 +323,40 @@ def _decode_value(src: _Source, ftype: Any, target: str, version: int, nullable:
     src.depth -= 2 if fast else 1
 
 
+def _decode_legacy_string(src: _Source, target: str, nullable: bool, context: str) -> None:
+    """Emit code that reads an int16-length string (-1: null)."""
+    length = src.fresh("n")
+    src.emit(f"{length}, = _unpack('>h', buf, pos)")
+    src.emit("pos += 2")
+    src.emit(f"if {length} < 0:")
+    if nullable:
+        src.emit(f"    {target} = None")
+    else:
+        src.emit(f"    raise ValueError('non-nullable field {context} was serialized as null')")
+    src.emit("else:")
+    src.emit(f"    end = pos + {length}")
+    src.emit(f"    if end > len(buf): raise ValueError('{context} runs past the end')")
+    src.emit(f"    {target} = str(buf[pos:end], 'utf-8')")
+    src.emit("    pos = end")
+
+
+def _encode_legacy_string(src: _Source, expr: str, nullable: bool, context: str) -> None:
+    value = src.fresh("v")
+    src.emit(f"{value} = {expr}")
+    src.emit(f"if {value} is None:")
+    null = "out += b'\\xff\\xff'" if nullable else f"raise ValueError('non-nullable field {context} is None')"
+    src.emit(f"    {null}")
+    src.emit("else:")
+    src.emit(f"    {value} = {value}.encode('utf-8')")
+    src.emit(f"    out += _pack('>h', len({value}))")
+    src.emit(f"    out += {value}")
+
+
 def _encode_value(src: _Source, ftype: Any, expr: str, version: int, nullable: bool, context: str) -> None:
     """Emit code that appends the encoding of `expr` to `out`."""
+    if ftype is LEGACY_STRING:
+        _encode_legacy_string(src, expr, nullable, context)
+        return
     if isinstance(ftype, Primitive) and ftype.size:
         if ftype.name == "uuid":
             src.emit(f"out += _uuid_raw({expr})")
@@ -349,12 +399,15 @@ def _generate(schema: StructSchema, version: int) -> tuple[Callable, Callable]:
     present = [f for f in schema.fields if f.in_version(version)]
     untagged = [f for f in present if f.tag is None]
     tagged = sorted((f for f in present if f.tag is not None), key=lambda f: f.tag or 0)
+    flexible = version >= schema.flexible_from
+    if not flexible:
+        _check_non_flexible(schema, version, present)
     invalid_tags = sorted({f.tag for f in schema.fields if f.tag is not None} - {f.tag for f in tagged})
     cls_name = f"_cls_{id(schema)}"
     _NAMESPACE[cls_name] = schema.cls
 
     dec = _Source()
-    if not schema.fields:  # NoOpRecord, EndTransactionRecord: one shared instance unless tags were written
+    if not schema.fields and flexible:  # NoOpRecord, EndTransactionRecord: one shared instance unless tags were written
         _NAMESPACE[f"_empty_{id(schema)}"] = schema.cls()
         dec.emit(f"if buf[pos] == 0: return _empty_{id(schema)}, pos + 1")
     run: list[tuple[Primitive, str]] = []  # consecutive fixed-width fields, read with one struct call
@@ -365,12 +418,7 @@ def _generate(schema: StructSchema, version: int) -> tuple[Callable, Callable]:
         if run:
             _decode_fixed(dec, run)
             run = []
-        if isinstance(f.type, StructSchema):
-            name = f"_struct_{id(f.type)}_{version}"
-            _NAMESPACE[name] = f.type.codec(version)[0]
-            dec.emit(f"{f.attr}, pos = {name}(buf, pos)")
-        else:
-            _decode_value(dec, f.type, f.attr, version, f.nullable_in(version), f"{schema.name}.{f.name}")
+        _decode_value(dec, f.type, f.attr, version, f.nullable_in(version), f"{schema.name}.{f.name}")
     if run:
         _decode_fixed(dec, run)
     absent = [f for f in schema.fields if f not in untagged]
@@ -378,41 +426,67 @@ def _generate(schema: StructSchema, version: int) -> tuple[Callable, Callable]:
         _NAMESPACE[f"_defaults_{id(schema)}_{version}"] = tuple(f.default_value() for f in absent)
         dec.emit(f"{''.join(f'{f.attr}, ' for f in absent)}= _defaults_{id(schema)}_{version}")
     dec.emit("unknown = ()")
-    dec.emit("ntags = buf[pos]")
-    dec.emit("if ntags < 128: pos += 1")
-    dec.emit("else: ntags, pos = _uvarint(buf, pos)")
-    dec.emit("for _ in range(ntags) if ntags else ():")
-    dec.depth += 1
-    dec.emit("tag = buf[pos]")
-    dec.emit("size = buf[pos + 1]")
-    dec.emit("if tag < 128 and size < 128: pos += 2")
-    dec.emit("else:")
-    dec.emit("    tag, pos = _uvarint(buf, pos)")
-    dec.emit("    size, pos = _uvarint(buf, pos)")
-    dec.emit("tag_end = pos + size")  # a known field checks that it ends there; an unknown one, below
-    keyword = "if"
-    for f in tagged:
-        dec.emit(f"{keyword} tag == {f.tag}:")
-        dec.depth += 1
-        _decode_value(dec, f.type, f.attr, version, f.nullable_in(version), f"{schema.name}.{f.name}")
-        dec.emit(f"if pos != tag_end: raise ValueError('tagged field {f.name} has the wrong size')")
-        dec.depth -= 1
-        keyword = "elif"
-    if invalid_tags:
-        dec.emit(f"{keyword} tag in {tuple(invalid_tags)!r}:")
-        dec.emit(f"    raise ValueError('tag %d is not valid for {schema.name} version {version}' % tag)")
-        keyword = "elif"
-    dec.emit("else:" if keyword == "elif" else "if True:")
-    dec.emit("    if tag_end > len(buf): raise ValueError('tagged field runs past the end')")
-    dec.emit("    unknown += ((tag, bytes(buf[pos:tag_end])),)")
-    dec.emit("    pos = tag_end")
-    dec.depth -= 1
+    if flexible:
+        _decode_tags(dec, schema, version, tagged, invalid_tags)
     args = "".join(f"{f.attr}, " for f in schema.fields)
     dec.emit(f"return _new({cls_name}, ({args}unknown,)), pos")  # tuple.__new__: skips the NamedTuple's __new__
 
     enc = _Source()
     for f in untagged:
         _encode_value(enc, f.type, f"msg.{f.attr}", version, f.nullable_in(version), f"{schema.name}.{f.name}")
+    if flexible:
+        _encode_tags(enc, schema, version, tagged)
+    else:
+        enc.emit("pass")
+
+    stem = f"{schema.name}_v{version}"
+    source = (
+        f"def decode_{stem}(buf, pos):\n" + "\n".join(dec.lines) + "\n\n"
+        f"def encode_{stem}(msg, out):\n" + "\n".join(enc.lines) + "\n"
+    )
+    namespace = dict(_NAMESPACE)
+    exec(compile(source, f"<records.schema {stem}>", "exec"), namespace)
+    return namespace[f"decode_{stem}"], namespace[f"encode_{stem}"]
+
+
+def _decode_tags(
+    dec: _Source, schema: StructSchema, version: int, tagged: list[Field], invalid_tags: list[int]
+) -> None:
+    """Emit the tagged-field section's decoder: known tags into their fields, unknown ones kept raw. Its locals
+    start with an underscore: a field may be called `size` (FetchSnapshot's)."""
+    dec.emit("_ntags = buf[pos]")
+    dec.emit("if _ntags < 128: pos += 1")
+    dec.emit("else: _ntags, pos = _uvarint(buf, pos)")
+    dec.emit("for _ in range(_ntags) if _ntags else ():")
+    dec.depth += 1
+    dec.emit("_tag = buf[pos]")
+    dec.emit("_size = buf[pos + 1]")
+    dec.emit("if _tag < 128 and _size < 128: pos += 2")
+    dec.emit("else:")
+    dec.emit("    _tag, pos = _uvarint(buf, pos)")
+    dec.emit("    _size, pos = _uvarint(buf, pos)")
+    dec.emit("_tag_end = pos + _size")  # a known field checks that it ends there; an unknown one, below
+    keyword = "if"
+    for f in tagged:
+        dec.emit(f"{keyword} _tag == {f.tag}:")
+        dec.depth += 1
+        _decode_value(dec, f.type, f.attr, version, f.nullable_in(version), f"{schema.name}.{f.name}")
+        dec.emit(f"if pos != _tag_end: raise ValueError('tagged field {f.name} has the wrong size')")
+        dec.depth -= 1
+        keyword = "elif"
+    if invalid_tags:
+        dec.emit(f"{keyword} _tag in {tuple(invalid_tags)!r}:")
+        dec.emit(f"    raise ValueError('tag %d is not valid for {schema.name} version {version}' % _tag)")
+        keyword = "elif"
+    dec.emit("else:" if keyword == "elif" else "if True:")
+    dec.emit("    if _tag_end > len(buf): raise ValueError('tagged field runs past the end')")
+    dec.emit("    unknown += ((_tag, bytes(buf[pos:_tag_end])),)")
+    dec.emit("    pos = _tag_end")
+    dec.depth -= 1
+
+
+def _encode_tags(enc: _Source, schema: StructSchema, version: int, tagged: list[Field]) -> None:
+    """Emit the tagged-field section's encoder: fields that differ from their default, and the kept unknowns."""
     enc.emit("tags = []")
     for f in tagged:
         default = f.default_value()
@@ -420,6 +494,9 @@ def _generate(schema: StructSchema, version: int) -> tuple[Callable, Callable]:
             enc.emit(f"if msg.{f.attr} is not None:")
         elif default == ():
             enc.emit(f"if msg.{f.attr}:")
+        elif isinstance(f.type, StructSchema):  # a struct is written unless it equals its default
+            _NAMESPACE[f"_tag_default_{id(f)}"] = default
+            enc.emit(f"if msg.{f.attr} != _tag_default_{id(f)}:")
         else:
             enc.emit(f"if msg.{f.attr} != {default!r}:")
         enc.depth += 1
@@ -437,14 +514,15 @@ def _generate(schema: StructSchema, version: int) -> tuple[Callable, Callable]:
     enc.emit("    _w_uvarint(out, len(raw))")
     enc.emit("    out += raw")
 
-    stem = f"{schema.name}_v{version}"
-    source = (
-        f"def decode_{stem}(buf, pos):\n" + "\n".join(dec.lines) + "\n\n"
-        f"def encode_{stem}(msg, out):\n" + "\n".join(enc.lines) + "\n"
-    )
-    namespace = dict(_NAMESPACE)
-    exec(compile(source, f"<records.schema {stem}>", "exec"), namespace)
-    return namespace[f"decode_{stem}"], namespace[f"encode_{stem}"]
+
+def _check_non_flexible(schema: StructSchema, version: int, present: list[Field]) -> None:
+    """Below its flexible versions a message is generated only when every field has the same encoding in
+    both formats: fixed-width fields and legacy strings, no tags."""
+    for f in present:
+        if f.tag is not None or not (f.type is LEGACY_STRING or (isinstance(f.type, Primitive) and f.type.size)):
+            raise ValueError(
+                f"{schema.name} version {version} is not flexible: its field {f.name} has no non-flexible codec here"
+            )
 
 
 def nested(name: str, *fields: Field) -> StructSchema:

@@ -11,17 +11,18 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from records import control_types, metadata_types
+from records import control_types, metadata_types, rpc
 from records.schema import Array, Primitive, StructSchema
 
 _PYTHON_TYPES = {
     "bool": "bool", "int8": "int", "int16": "int", "uint16": "int", "int32": "int", "int64": "int",
-    "float64": "float", "uuid": "str", "string": "str", "bytes": "bytes",
+    "float64": "float", "uuid": "str", "string": "str", "bytes": "bytes", "legacy_string": "str",
 }
 # Class attributes the modules set on their generated classes, besides SCHEMA (set on every one).
 _CLASS_ATTRIBUTES = {
     metadata_types: {"API_KEY": "int", "TYPE_NAME": "str", "MAX_VERSION": "int"},
     control_types: {"CONTROL_TYPE": "int", "TYPE_NAME": "str", "MAX_VERSION": "int"},
+    rpc: {"API_KEY": "int"},
 }
 MODULES: tuple[ModuleType, ...] = tuple(_CLASS_ATTRIBUTES)
 
@@ -66,7 +67,9 @@ def render(module: ModuleType) -> str:
         lines += [f"        {attr}: {kind} = ...," for attr, kind in fields]
         lines += ["        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ...,", "    ) -> Self: ..."]
         for attr, kind in fields:
-            lines += ["    @property", f"    def {attr}(self) -> {kind}: ..."]
+            # a field named like a tuple method (FetchSnapshot's partition `index`) replaces it on the class
+            shadows = "  # type: ignore[override]" if hasattr(tuple, attr) else ""
+            lines += ["    @property", f"    def {attr}(self) -> {kind}: ...{shadows}"]
     return "\n".join(lines) + "\n"
 
 

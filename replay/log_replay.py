@@ -61,7 +61,10 @@ def _directory_sources(path: Path, to_offset: int | None) -> list[Source]:
             source=str(path),
         )
     sources = [Source(latest[1], latest[0])] if latest else []
-    return sources + [Source(segment, None) for segment in segments]
+    # segments that start after N are not read: the replay stops inside an earlier one, so the next would
+    # look like a gap to the reader's offset check
+    wanted = [s for s in segments if to_offset is None or (segment_base_offset(s) or 0) <= to_offset]
+    return sources + [Source(segment, None) for segment in wanted]
 
 
 def history_sources(path: Path) -> list[Source]:

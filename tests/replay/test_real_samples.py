@@ -147,3 +147,20 @@ def test_a_static_quorum_states_no_voters(samples_dir: Path, path: str) -> None:
     assert not kinds & QUORUM_CONTROL_TYPES
     image = replay_paths([samples_dir / path]).image
     assert image.voters.is_empty() and not image.is_empty()
+
+
+def test_a_directory_replayed_to_an_offset_before_its_last_segment(samples_dir: Path, tmp_path: Path) -> None:
+    """Segments that start after the requested offset are not read (they used to look like a gap)."""
+    source = samples_dir / LOGS[0]
+    data = source.read_bytes()
+    batches = batches_of(source)
+    split = len(batches) // 2
+    second = batches[split].position
+    directory = tmp_path / "__cluster_metadata-0"
+    directory.mkdir()
+    (directory / source.name).write_bytes(data[:second])
+    (directory / f"{batches[split].base_offset:020d}.log").write_bytes(data[second:])
+    to_offset = batches[split - 3].last_offset  # the replay stops two batches before the first segment ends
+    assert canonical_json(replay_paths([directory], to_offset).image) == canonical_json(
+        replay_paths([source], to_offset).image
+    )

@@ -1,0 +1,331 @@
+"""`kraftlake follow` against a real Apache Kafka node over TCP: every committed batch lands in the topic once,
+in order, byte-identical to the node's own `__cluster_metadata-0/*.log` (Kafka is the oracle); restarts of
+the follower (SIGTERM, SIGKILL) resume without duplicates; a node SIGKILLed and restarted under the follower
+is followed into its new epoch; a fresh follower of a node that deleted its old log starts from the snapshot,
+and the warehouse built from the topic equals the replay of the node's own directory; bad endpoints stop it
+with one line."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+
+from controller.publisher import PublisherConfig, read_tail
+from follow.client import ControllerConnection, Endpoint, Versions, parse_endpoints
+from follow.observer import FetchedSnapshot, Observer, ObserverConfig
+from kraftlake.kafka_node import KafkaNode, free_ports, kafka_uuid
+from lake.time_travel import image_at_offset, published_images
+from lake.warehouse import Warehouse
+from records import decode_batch
+from records.batch import read_header
+from records.errors import RecordFormatError
+from records.files import SnapshotId
+from records.topic import decode_key, ends_snapshot, snapshot_of, starts_snapshot
+from replay.canonical import canonical_json
+from replay.log_replay import replay_paths
+from settings.jars import jar_dir
+from tests.fixtures.broker import create_topic
+from tests.harness.kafka_cluster import KafkaCluster
+from tests.jobs.metadata_topic import drain, topic_messages
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class FollowProcess:
+    """`kraftlake follow` as its own process, as users run it."""
+
+    def __init__(self, controllers: str, bootstrap: str, topic: str, *extra: str) -> None:
+        self.args = [sys.executable, "-m", "kraftlake.cli", "follow", "--bootstrap-controllers", controllers,
+                     "--bootstrap-servers", bootstrap, "--topic", topic, *extra]
+        self.output = b""
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> FollowProcess:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        self.process = subprocess.Popen(self.args, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT)
+        return self
+
+    def finish(self, sig: int = signal.SIGTERM) -> int:
+        """Stop it with `sig` (unless it ended already) and collect its output; again: the same code."""
+        assert self.process is not None
+        if self.process.returncode is None:
+            self.process.send_signal(sig)
+            out, _ = self.process.communicate(timeout=60)
+            self.output += out
+        return self.process.returncode
+
+
+def run_follow(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "kraftlake.cli", "follow", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def short_history_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
+    """A node that snapshots every 2 s and keeps 1 s of history. Kafka's Raft client deletes old segments
+    from a cleaner that runs once a minute, so it starts first (without waiting for it) and ages while the
+    other tests run. metadata.version 4.2: `records` restates Kafka 4.2's record schemas (4.4 writes
+    RegisterBrokerRecord v4), and its warehouse is compared with the replay of its directory."""
+    short_history = {
+        "metadata.log.max.snapshot.interval.ms": "2000",
+        "metadata.log.segment.ms": "1000",
+        "metadata.max.retention.ms": "1000",
+        "internal.metadata.delete.delay.millis": "0",
+    }
+    kafka = KafkaNode(tmp_path_factory.mktemp("short-history-node"), properties=short_history)
+    kafka.format(kafka_uuid(), standalone=True, release_version="4.2")
+    kafka.start(wait=False)
+    try:
+        yield kafka
+    finally:
+        kafka.stop()
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
+    """A one-node cluster (broker + controller, standalone quorum) of the module's own: a test SIGKILLs it."""
+    kafka = KafkaNode(tmp_path_factory.mktemp("kafka-node"))
+    kafka.format(kafka_uuid(), standalone=True)
+    kafka.start()
+    try:
+        yield kafka
+    finally:
+        kafka.stop()
+
+
+def log_batches(directory: Path) -> dict[int, bytes]:
+    """base offset -> bytes of every whole batch in the node's segments (the active one may end mid-batch)."""
+    batches: dict[int, bytes] = {}
+    for segment in sorted(directory.glob("*.log")):
+        data = segment.read_bytes()
+        pos = 0
+        while pos < len(data):
+            try:
+                header = read_header(data, pos, str(segment))
+            except RecordFormatError:
+                break
+            batches[header.base_offset] = data[pos : pos + header.size_in_bytes]
+            pos += header.size_in_bytes
+    return batches
+
+
+def wait_published(bootstrap: str, topic: str, offset: int, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while read_tail(PublisherConfig(bootstrap, topic)).next_offset <= offset:
+        assert time.monotonic() < deadline, f"topic {topic} never reached offset {offset}"
+        time.sleep(0.2)
+
+
+def assert_log_in_topic(bootstrap: str, topic: str, node_log: dict[int, bytes], first: int = 0) -> int:
+    """The topic's log messages run from `first` without a gap or a duplicate, each the node's batch at that
+    offset byte for byte (where the node still has it: it deletes what a newer snapshot covers); returns the
+    last offset."""
+    expected = first
+    for message in topic_messages(bootstrap, topic):
+        if snapshot_of(message.key) is not None:
+            continue
+        assert decode_key(message.key) == expected, f"offset {expected} expected, {decode_key(message.key)} found"
+        if expected in node_log:
+            assert message.value == node_log[expected], f"batch at offset {expected} differs from the node's log"
+        else:
+            assert expected < min(node_log), f"the node has no batch at offset {expected}"
+        expected = read_header(message.value, 0, topic).last_offset + 1
+    assert expected - 1 in {read_header(raw, 0, "").last_offset for raw in node_log.values()}, "nothing compared"
+    return expected - 1
+
+
+def create_topics(node: KafkaNode, *names: str) -> None:
+    admin = AdminClient({"bootstrap.servers": node.bootstrap_servers})
+    for future in admin.create_topics([NewTopic(name, 3, 1) for name in names]).values():
+        future.result(timeout=30)
+
+
+def end_offset(node: KafkaNode) -> int:
+    """The last offset the node's log files hold (committed or about to be)."""
+    return max(read_header(raw, 0, "").last_offset for raw in log_batches(node.metadata_dir).values())
+
+
+def test_every_committed_batch_once_in_order_byte_identical_across_restarts(node: KafkaNode, kafka_broker) -> None:
+    bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
+    follower = FollowProcess(node.controller_endpoint, bootstrap, topic, "--log-interval", "1").start()
+    create_topics(node, "orders", "payments")
+    admin = AdminClient({"bootstrap.servers": node.bootstrap_servers})
+    change = ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource("topic", "orders", incremental_configs=[change])
+    admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+    wait_published(bootstrap, topic, end_offset(node))
+
+    # commit -> published latency on an otherwise idle node: a topic created, then seen in the topic
+    started = time.monotonic()
+    create_topics(node, "latency")
+    created_at = end_offset(node)
+    wait_published(bootstrap, topic, created_at, timeout_s=10)
+    print(f"\ncreate_topics -> published: {time.monotonic() - started:.3f} s")
+
+    assert follower.finish(signal.SIGTERM) == 0
+    assert b"stopped: topic" in follower.output and b"leader 1 (epoch" in follower.output
+    last = assert_log_in_topic(bootstrap, topic, log_batches(node.metadata_dir))
+    assert last >= created_at
+
+    # a rerun resumes where the topic ends; a follower SIGKILLed mid-run too
+    follower = FollowProcess(node.controller_endpoint, bootstrap, topic).start()
+    wait_published(bootstrap, topic, last + 5)
+    follower.finish(signal.SIGKILL)
+    assert b"fetching from offset %d" % (last + 1) in follower.output
+    follower = FollowProcess(node.controller_endpoint, bootstrap, topic).start()
+    create_topics(node, "after-restart")
+    wait_published(bootstrap, topic, end_offset(node))
+    assert follower.finish() == 0
+    assert assert_log_in_topic(bootstrap, topic, log_batches(node.metadata_dir)) > last + 5
+
+
+def test_a_node_sigkilled_and_restarted_under_the_follower(node: KafkaNode, kafka_broker) -> None:
+    bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
+    follower = FollowProcess(node.controller_endpoint, bootstrap, topic).start()
+    wait_published(bootstrap, topic, end_offset(node))
+    node.kill()
+    time.sleep(2)  # the follower finds nobody at the endpoint and retries
+    node.start()  # same ports, same data
+    create_topics(node, "after-crash")
+    wait_published(bootstrap, topic, end_offset(node), timeout_s=90)
+    assert follower.finish() == 0
+    assert b"cannot connect" in follower.output or b"closed the connection" in follower.output
+    assert b"leader change" in follower.output
+    assert assert_log_in_topic(bootstrap, topic, log_batches(node.metadata_dir)) >= end_offset(node) - 50
+
+
+def highest_version(message_class: str) -> int:
+    """HIGHEST_SUPPORTED_VERSION of one of Kafka's generated message classes, from the jar the node runs."""
+    jar = next(jar_dir("kafka").glob("kafka-clients-*.jar"))
+    command = ["javap", "-cp", str(jar), "-constants", f"org.apache.kafka.common.message.{message_class}"]
+    listing = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    found = re.search(r"HIGHEST_SUPPORTED_VERSION = (\d+)", listing)
+    assert found is not None, listing
+    return int(found.group(1))
+
+
+def test_versions_negotiated_are_the_highest_kafka_speaks(node: KafkaNode) -> None:
+    """ApiVersions against the node: Kafka 4.4's newest Fetch (18) and FetchSnapshot (1), as its jar says."""
+    connection = ControllerConnection(Endpoint("127.0.0.1", node.controller_port), timeout_s=10)
+    try:
+        assert connection.versions == Versions(highest_version("FetchRequestData"),
+                                               highest_version("FetchSnapshotRequestData"))
+    finally:
+        connection.close()
+
+
+def test_bad_endpoints_stop_with_one_line(node: KafkaNode, kafka_broker) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    common = ["--bootstrap-servers", bootstrap, "--topic", create_topic(bootstrap)]
+    broker = run_follow("--bootstrap-controllers", node.bootstrap_servers, *common)
+    assert broker.returncode == 2
+    assert broker.stderr.strip().splitlines()[-1].startswith(
+        f"kraftlake follow: {node.bootstrap_servers}: not a KRaft controller listener"
+    )
+    down = f"127.0.0.1:{free_ports(1)[0]}"
+    nobody = run_follow("--bootstrap-controllers", down, "--connect-timeout", "1", *common)
+    assert nobody.returncode == 2
+    assert f"kraftlake follow: no controller answered at {down} within 1 s" in nobody.stderr.splitlines()[-1]
+    other = run_follow("--bootstrap-controllers", node.controller_endpoint, "--cluster-id",
+                       "b3RoZXItY2x1c3Rlci1pZA", *common)
+    assert other.returncode == 2
+    assert f"{node.controller_endpoint}, offset 0: Fetch refused with INCONSISTENT_CLUSTER_ID" in other.stderr
+    garbage = run_follow("--bootstrap-controllers", "nohost", *common)
+    assert garbage.returncode == 2 and "'nohost' in 'nohost': not HOST:PORT" in garbage.stderr
+
+
+def assert_snapshot_in_small_chunks(kafka: KafkaNode) -> None:
+    """FetchSnapshot with 200 bytes a response: the chunks make up the snapshot file, whole batches from its
+    SnapshotHeader to its SnapshotFooter (Kafka's file, where it still has it)."""
+    endpoints = tuple(parse_endpoints(kafka.controller_endpoint))
+    observer = Observer(ObserverConfig(endpoints, max_bytes=200), 0, 0)
+    try:
+        fetched = [item for _ in range(20) for item in observer.poll() if isinstance(item, FetchedSnapshot)]
+    finally:
+        observer.close()
+    assert fetched, "the leader never offered its snapshot to a fetch at offset 0"
+    snapshot = fetched[0]
+    data = b"".join(batch.raw for batch in snapshot.batches)
+    assert len(data) > 5 * 200
+    assert starts_snapshot(decode_batch(snapshot.batches[0].raw))
+    assert ends_snapshot(decode_batch(snapshot.batches[-1].raw))
+    offsets = [(b.header.base_offset, b.header.last_offset) for b in snapshot.batches]
+    assert offsets[0][0] == 0 and all(base == last + 1 for (_, last), (base, _) in pairwise(offsets))
+    on_disk = kafka.metadata_dir / snapshot.snapshot_id.file_name()
+    if on_disk.exists():  # Kafka's cleaner may have deleted it since (a newer snapshot covers it)
+        assert data == on_disk.read_bytes()
+
+
+def test_a_fresh_follower_starts_from_the_snapshot_when_kafka_deleted_the_log(
+    short_history_node: KafkaNode, kafka_broker, tmp_path: Path
+) -> None:
+    kafka = short_history_node
+    kafka.wait_ready()
+    create_topics(kafka, "early")
+    deadline = time.monotonic() + 120
+    while (kafka.metadata_dir / "00000000000000000000.log").exists():
+        assert time.monotonic() < deadline, "Kafka never deleted its first segment"
+        time.sleep(0.5)
+    bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
+    follower = FollowProcess(kafka.controller_endpoint, bootstrap, topic).start()
+    create_topics(kafka, "late")
+    wait_published(bootstrap, topic, end_offset(kafka))
+    assert follower.finish() == 0
+    assert_snapshot_in_small_chunks(kafka)
+    kafka.stop()  # its directory stays as it is for the comparisons
+
+    messages = topic_messages(bootstrap, topic)
+    snapshot = snapshot_of(messages[0].key)
+    assert isinstance(snapshot, SnapshotId) and snapshot.end_offset > 0
+    in_snapshot = [m for m in messages if snapshot_of(m.key) == snapshot]
+    assert messages[: len(in_snapshot)] == in_snapshot
+    assert starts_snapshot(decode_batch(in_snapshot[0].value)) and ends_snapshot(decode_batch(in_snapshot[-1].value))
+    snapshot_file = kafka.metadata_dir / snapshot.file_name()
+    if snapshot_file.exists():  # Kafka may have deleted it since: a newer one covers it
+        assert b"".join(m.value for m in in_snapshot) == snapshot_file.read_bytes()
+    last = assert_log_in_topic(bootstrap, topic, log_batches(kafka.metadata_dir), first=snapshot.end_offset)
+
+    # the streaming job's driver over the followed topic builds what replaying the node's own directory gives
+    drain(bootstrap, topic, tmp_path / "warehouse", micro_batch=50)
+    warehouse = Warehouse(tmp_path / "warehouse")
+    assert published_images(warehouse)[0].snapshot
+    from_delta = canonical_json(image_at_offset(warehouse, last).to_image(), provenance=False)
+    from_replay = canonical_json(replay_paths([kafka.metadata_dir], last).image, provenance=False)
+    assert from_delta == from_replay
+    assert '"late"' in from_delta
+
+
+def test_a_controller_failover_under_the_follower(kafka_cluster: KafkaCluster, kafka_broker) -> None:
+    """Three controllers (the session's shared cluster, left whole): the follower finds the leader from the
+    bootstrap list, follows it, and when the leader is SIGKILLed goes on with the newly elected one; the
+    topic is the survivors' log, byte for byte."""
+    bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
+    follower = FollowProcess(kafka_cluster.bootstrap_controllers, bootstrap, topic).start()
+    old = kafka_cluster.active_controller()
+    survivor = kafka_cluster.node(next(node_id for node_id in kafka_cluster.nodes if node_id != old))
+    create_topics(survivor, "before-failover")
+    wait_published(bootstrap, topic, end_offset(survivor))
+    kafka_cluster.kill(old)
+    try:
+        new = kafka_cluster.wait_for_new_leader(old)
+        create_topics(survivor, "after-failover")
+        wait_published(bootstrap, topic, end_offset(survivor), timeout_s=90)
+        assert follower.finish() == 0
+    finally:
+        follower.finish()
+        kafka_cluster.restart(old)
+    assert b"leader change: offset" in follower.output
+    assert f"leader {new} (epoch".encode() in follower.output
+    assert assert_log_in_topic(bootstrap, topic, log_batches(survivor.metadata_dir)) >= end_offset(survivor) - 50
