@@ -4,6 +4,8 @@ operator drives one: with Kafka's own tools run from the jars.
 Three combined broker+controller nodes by default, formatted with `--initial-controllers` (kraft.version 1, a
 dynamic quorum, so the voter set can change), each a small-heap JVM (`kraftlake.kafka_node`). StandardAuthorizer
 is on with `User:ANONYMOUS` (every PLAINTEXT client, the nodes included) as super user, so ACLs can be managed.
+Each broker also has a SASL_PLAINTEXT (SCRAM-SHA-512) listener, because Kafka issues delegation tokens only
+over authenticated connections.
 
 By hand (the nodes run until Ctrl-C; their logs are `DIR/node-N/server.log`):
 
@@ -35,6 +37,26 @@ CLUSTER_PROPERTIES = {
     "super.users": "User:ANONYMOUS",
     "offsets.topic.num.partitions": "3",
     "transaction.state.log.num.partitions": "3",
+}
+# Besides PLAINTEXT, each broker has a SASL_PLAINTEXT listener with SCRAM: Kafka issues delegation tokens only
+# over an authenticated connection. Its user is created at format time and is a super user. SCRAM-SHA-512:
+# after the operator scenario some broker (not always the same) no longer knew SCRAM-SHA-256 credentials
+# (Kafka 4.4.0, though every log holds them), so a SHA-256 login could fail there.
+SASL_LISTENER = "SASL"
+SASL_MECHANISM = "SCRAM-SHA-512"
+SASL_USER, SASL_PASSWORD = "admin", "admin-secret"
+SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule required"
+SASL_PROPERTIES = {
+    "listener.security.protocol.map": f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,{SASL_LISTENER}:SASL_PLAINTEXT",
+    "sasl.enabled.mechanisms": SASL_MECHANISM,
+    f"listener.name.{SASL_LISTENER.lower()}.{SASL_MECHANISM.lower()}.sasl.jaas.config": f"{SCRAM_LOGIN};",
+    "delegation.token.secret.key": "kraftlake-test-token-secret",
+    "super.users": f"User:ANONYMOUS;User:{SASL_USER}",
+}
+SASL_CLIENT = {
+    "security.protocol": "SASL_PLAINTEXT",
+    "sasl.mechanism": SASL_MECHANISM,
+    "sasl.jaas.config": f'{SCRAM_LOGIN} username="{SASL_USER}" password="{SASL_PASSWORD}";',
 }
 QUICK_ADMIN = {"request.timeout.ms": "3000", "default.api.timeout.ms": "6000"}
 # Tools that take no bootstrap option (they work on files).
@@ -100,16 +122,21 @@ class KafkaCluster:
         self.root = root.resolve()
         self.cluster_id = kafka_uuid()
         self.release_version = release_version
-        self.properties = {**CLUSTER_PROPERTIES, **(properties or {})}
-        ports = free_ports(2 * nodes)
-        controllers = [f"{HOST}:{port}" for port in ports[1::2]]
+        self.properties = {**CLUSTER_PROPERTIES, **SASL_PROPERTIES, **(properties or {})}
+        ports = free_ports(3 * nodes)
+        controllers = [f"{HOST}:{port}" for port in ports[1::3]]
         self.nodes: dict[int, KafkaNode] = {}
+        self.sasl_ports: dict[int, int] = {}
         for node_id in range(1, nodes + 1):
-            broker_port, controller_port = ports[2 * node_id - 2 : 2 * node_id]
+            broker_port, controller_port, sasl_port = ports[3 * node_id - 3 : 3 * node_id]
+            listeners = (f"PLAINTEXT://{HOST}:{broker_port},CONTROLLER://{HOST}:{controller_port},"
+                         f"{SASL_LISTENER}://{HOST}:{sasl_port}")  # fmt: skip
             self.nodes[node_id] = KafkaNode(
                 self.root / f"node-{node_id}", node_id, broker_port=broker_port, controller_port=controller_port,
-                quorum=controllers, properties=self.properties,
+                quorum=controllers,
+                properties={**self.properties, "listeners": listeners, "advertised.listeners": listeners},
             )  # fmt: skip
+            self.sasl_ports[node_id] = sasl_port
         self.initial_controllers = tuple(self.nodes)
 
     # -- life cycle --------------------------------------------------------------------------------
@@ -120,7 +147,8 @@ class KafkaCluster:
         voters = [node.voter(kafka_uuid()) for node in self.nodes.values()]
         self._each(
             lambda node: node.format(
-                self.cluster_id, initial_controllers=voters, release_version=self.release_version
+                self.cluster_id, initial_controllers=voters, release_version=self.release_version,
+                extra_args=("--add-scram", f"{SASL_MECHANISM}=[name={SASL_USER},password={SASL_PASSWORD}]"),
             ),
             self.nodes.values(),
         )
@@ -195,17 +223,35 @@ class KafkaCluster:
     def admin(self) -> AdminClient:
         return AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
 
-    def tool(self, name: str, *args: str, controller: bool = False, timeout: float = 120.0) -> str:
+    def sasl_bootstrap_servers(self, *node_ids: int) -> str:
+        """The SASL listeners of these brokers (default: every running one)."""
+        chosen = node_ids or [node_id for node_id in self.sasl_ports if self.nodes[node_id].running]
+        return ",".join(f"{HOST}:{self.sasl_ports[node_id]}" for node_id in chosen)
+
+    def tool(
+        self, name: str, *args: str, controller: bool = False, sasl: bool = False, node: int | None = None,
+        timeout: float = 120.0,
+    ) -> str:
         """Run Kafka's `name` tool (`kafka-topics`, `kafka-configs`, ...) against this cluster: with
-        `--bootstrap-server`, or `--bootstrap-controller` when `controller`; returns its stdout, raises
-        `KafkaToolError` with its output when it fails. The option goes first: the tools with sub-commands
-        (`kafka-metadata-quorum`, `kafka-features`) want it before the sub-command."""
+        `--bootstrap-server`, `--bootstrap-controller` when `controller`, or the SASL listeners as the SCRAM
+        super user when `sasl`; only through broker `node` when given. Returns its stdout, raises
+        `KafkaToolError` with its output when it fails. The options go first: the tools with sub-commands
+        (`kafka-metadata-quorum`, `kafka-features`) want them before the sub-command."""
         if name in OFFLINE_TOOLS:
             return run_tool(name, *args, timeout=timeout)
-        bootstrap = (
-            ("--bootstrap-controller", self.bootstrap_controllers) if controller
-            else ("--bootstrap-server", self.bootstrap_servers)
-        )  # fmt: skip
+        only = () if node is None else (node,)
+        if sasl:
+            client = self.root / "sasl-client.properties"
+            write_properties(client, SASL_CLIENT)
+            bootstrap: tuple[str, ...] = (
+                "--bootstrap-server", self.sasl_bootstrap_servers(*only), "--command-config", str(client)
+            )  # fmt: skip
+        elif controller:
+            bootstrap = ("--bootstrap-controller", self.bootstrap_controllers)
+        elif node is not None:
+            bootstrap = ("--bootstrap-server", self.nodes[node].bootstrap_servers)
+        else:
+            bootstrap = ("--bootstrap-server", self.bootstrap_servers)
         return run_tool(name, *bootstrap, *args, timeout=timeout)
 
     # -- the quorum ------------------------------------------------------------------------------------

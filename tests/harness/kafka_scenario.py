@@ -4,6 +4,7 @@ with Kafka's own tools, so that its metadata log holds every kind of change (for
 
 Topics created, partitions added, a topic deleted; topic, broker and default configs set and deleted; SCRAM
 users added and one deleted; user, client and IP quotas; ACLs added and one removed (StandardAuthorizer);
+delegation tokens created and one expired (over the SASL listener);
 a broker SIGKILLed and restarted (fenced, ISRs shrink, then unfenced and ISRs expand); a reassignment; the
 active controller SIGKILLed (failover) and restarted; a controller added and one removed; a feature upgrade
 from the release the cluster was formatted with to the jars' latest. Waits use the client API (cheap);
@@ -12,7 +13,9 @@ changes go through the tools, as an operator's would.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -62,6 +65,8 @@ def run_operator_scenario(cluster: KafkaCluster) -> ScenarioReport:
         scram_users_and_quotas(cluster)
     with report.step("acls"):
         acls(cluster)
+    with report.step("delegation tokens"):
+        delegation_tokens(cluster)
     with report.step("broker crash"):
         report.killed_broker = broker_crash(cluster)
     with report.step("reassignment"):
@@ -123,6 +128,17 @@ def acls(cluster: KafkaCluster) -> None:
     tool("kafka-acls", "--add", *bob)
     tool("kafka-acls", "--add", "--deny-principal", "User:mallory", "--operation", "All", "--topic", "*")
     tool("kafka-acls", "--remove", "--force", *bob)
+
+
+def delegation_tokens(cluster: KafkaCluster) -> None:
+    """Two tokens created over the SASL listener (Kafka refuses PLAINTEXT for them); one is expired."""
+    tool = functools.partial(cluster.tool, "kafka-delegation-tokens", sasl=True)
+    tool("--create", "--max-life-time-period", "-1", "--renewer-principal", "User:alice")
+    created = tool("--create", "--max-life-time-period", "-1")
+    token_id = re.search(r"tokenId : (\S+)", created)
+    hmac = token_id and re.search(rf"^{re.escape(token_id[1])}\s+(\S+)", created, re.MULTILINE)
+    assert hmac, f"no token id and HMAC in the tool's output:\n{created}"
+    tool("--expire", "--hmac", hmac[1], "--expiry-time-period", "-1")
 
 
 def describe(cluster: KafkaCluster, *topics: str) -> dict[str, TopicDescription]:
