@@ -58,8 +58,8 @@ def read_leader_epochs(directory: Path) -> LeaderEpochs | None:
     path = directory / LEADER_EPOCH_CHECKPOINT
     if not path.is_file():
         return None
-    lines = path.read_text().split("\n")
     try:
+        lines = path.read_bytes().decode("ascii").split("\n")
         version, count = int(lines[0]), int(lines[1])
         starts = tuple(EpochStart(*map(int, line.split())) for line in lines[2 : 2 + count])
     except (IndexError, ValueError, TypeError):
