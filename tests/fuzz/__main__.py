@@ -18,20 +18,22 @@ import atheris
 from tests.fuzz.limits import ADDRESS_SPACE_BYTES, SECONDS_PER_INPUT, cap_address_space
 
 with atheris.instrument_imports(include=["records", "replay"]):
-    from records import schema
+    from records import schema as record_schema
     from tests.fuzz import targets
 
 
 def _instrument_generated_codecs() -> None:
     """The record body decoders are generated and compiled at run time (records.schema), where import-time
     instrumentation cannot see them: instrument each one as it is generated."""
-    generate = schema._generate
+    generate = record_schema._generate
 
-    def instrumented(struct: schema.StructSchema, version: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
-        decode, encode = generate(struct, version)
+    def instrumented(
+        schema: record_schema.StructSchema, version: int
+    ) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        decode, encode = generate(schema, version)
         return atheris.instrument_func(decode), encode
 
-    schema._generate = instrumented
+    record_schema._generate = instrumented
 
 
 def _seed(corpus: Path, target: str) -> None:
