@@ -176,7 +176,8 @@ def run(target: Target, data: bytes) -> None:
 @cache
 def _scratch(name: str) -> Path:
     """One directory per target and process, rewritten by every input (removed at exit)."""
-    holder = tempfile.TemporaryDirectory(prefix=f"kraftlake-fuzz-{name}-")
+    memory = Path("/dev/shm")  # tmpfs: opening a file for writing on this machine's /tmp took 1.5 ms
+    holder = tempfile.TemporaryDirectory(prefix=f"kraftlake-fuzz-{name}-", dir=memory if memory.is_dir() else None)
     _HOLDERS.append(holder)
     return Path(holder.name)
 
