@@ -7,6 +7,7 @@ The invariant every target shares (`check`): the reader decodes the bytes or rai
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,10 +16,13 @@ from pathlib import Path
 
 from records import compression, framing
 from records.batch import RecordBatch, decode_batch, decode_batches
+from records.control_types import CONTROL_VALUE_VERSION
 from records.errors import RecordFormatError
 from records.files import SnapshotId, read_snapshot
 from records.headers import LEADER_EPOCH_CHECKPOINT
+from records.json_form import message_to_json
 from records.topic import SNAPSHOT_KEY, decode_key, ends_snapshot, snapshot_of, starts_snapshot
+from replay.canonical import canonical_json
 from replay.errors import ReplayError
 from replay.loader import BatchLoader
 from replay.log_replay import replay_paths
@@ -63,9 +67,10 @@ def metadata_value(data: bytes) -> None:
     if not data:
         return
     if data[0] & 1:
-        framing.decode_control(data[1:5], data[5:])
+        message, version = framing.decode_control(data[1:5], data[5:]), CONTROL_VALUE_VERSION
     else:
-        framing.decode_metadata_value(data[1:])
+        message, version = framing.decode_metadata_value(data[1:])
+    json.dumps(message_to_json(message, version))  # what `kraftlake dump` prints of it
 
 
 def record_error(error: RecordFormatError) -> RecordFormatError:
@@ -129,17 +134,19 @@ def snapshot_file(data: bytes) -> None:
 
 def replay(data: bytes) -> None:
     """Decoded records that may not apply: batches (CRCs not checked, so mutations reach the loader) replayed
-    as a log, or as a snapshot when the first byte is odd."""
+    as a log, or as a snapshot when the first byte is odd; then the image as `kraftlake replay --json` prints
+    it."""
     if not data:
         return
     batches: list[RecordBatch] = list(decode_batches(data[1:], "fuzz-replay", verify_crc=False))
     loader = BatchLoader()
     if data[0] & 1:
         loader.load_snapshot(batches, SnapshotId(batches[-1].last_offset + 1 if batches else 0, 0), "fuzz-replay")
-        return
-    for found in batches:
-        loader.load_batch(found, "fuzz-replay")
-    loader.flush()
+    else:
+        for found in batches:
+            loader.load_batch(found, "fuzz-replay")
+        loader.flush()
+    canonical_json(loader.image)
 
 
 @dataclass(frozen=True)
