@@ -22,7 +22,7 @@ from records.batch import (
 from records.control_types import BY_CONTROL_TYPE
 from records.topic import SNAPSHOT_KEY, encode_key
 from tests.conftest import SAMPLES
-from tests.fuzz.targets import SEGMENT_MARK
+from tests.fuzz.targets import CONTROL_ENTRY, ENDS_BATCH, RECORD_ENTRY, SEGMENT_MARK
 from tests.replay.builders import rich_records
 
 REGRESSIONS = Path(__file__).parent / "regressions"
@@ -155,6 +155,28 @@ def replay_seeds() -> Iterator[bytes]:
         yield b"\x01" + _read(relative)
 
 
+def replay_records_seeds() -> Iterator[bytes]:
+    """The rich records, and the head of each sample log, as replay_records entries (log and snapshot)."""
+    rich = b"".join(_entries_of(found) for found in _rich_batches())
+    yield b"\x00" + rich
+    yield b"\x01" + rich  # a snapshot holds no transaction markers: the logs' heads are seeds as logs only
+    for relative in LOGS:
+        yield b"\x00" + b"".join(_entries_of(decode_batch(raw)) for raw in _raw_batches(_read(relative), 60))
+
+
+def _entries_of(found: RecordBatch) -> bytes:
+    out = []
+    for index, record in enumerate(found.records):
+        if found.is_control:
+            key, value = framing.encode_control(record.message)
+            value = key + value
+        else:
+            value = framing.encode_metadata_value(record.message, record.version)
+        flags = (CONTROL_ENTRY if found.is_control else 0) | (ENDS_BATCH if index == len(found.records) - 1 else 0)
+        out.append(RECORD_ENTRY.pack(len(value), flags) + value)
+    return b"".join(out)
+
+
 SEEDS: dict[str, Callable[[], Iterator[bytes]]] = {
     "batch": batch_seeds,
     "metadata_value": metadata_value_seeds,
@@ -163,6 +185,7 @@ SEEDS: dict[str, Callable[[], Iterator[bytes]]] = {
     "log_dir": log_dir_seeds,
     "snapshot_file": snapshot_file_seeds,
     "replay": replay_seeds,
+    "replay_records": replay_records_seeds,
 }
 
 

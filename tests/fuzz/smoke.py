@@ -19,6 +19,7 @@ from tests.fuzz.limits import SECONDS_PER_INPUT, cap_address_space
 from tests.fuzz.targets import TARGETS, run
 
 MUTATIONS_PER_TARGET = 3000
+SLOW_TARGETS = {"log_dir": 1500, "replay_records": 1500}  # a file written, or batches built, per input
 # What a length field is set to: the 2 GiB claim, the largest int32, -1, and their varint (zig-zag) forms.
 HUGE_FIXED = (b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00", b"\xff\xff\xff\xff", b"\x00\x00\xff\xff")
 HUGE_VARINTS = (b"\xfe\xff\xff\xff\x0f", b"\xff\xff\xff\xff\x0f", b"\x80\x80\x80\x80\x08", b"\x01", b"\xff\xff\xff")
@@ -85,7 +86,8 @@ def _save(folder: Path, target: str, data: bytes, why: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.fuzz.smoke", description=__doc__.splitlines()[0])
     parser.add_argument("targets", nargs="*", metavar="TARGET", help=f"default: all of {', '.join(TARGETS)}")
-    parser.add_argument("--mutations", type=int, default=MUTATIONS_PER_TARGET)
+    parser.add_argument("--mutations", type=int, help=f"per target (default {MUTATIONS_PER_TARGET}, fewer for "
+                        f"{', '.join(SLOW_TARGETS)})")
     parser.add_argument("--failures", type=Path, default=Path("build/fuzz-failures"))
     args = parser.parse_args()
     unknown = set(args.targets) - set(TARGETS)
@@ -95,7 +97,8 @@ def main() -> int:
     failed = False
     for target in args.targets or TARGETS:
         started = time.perf_counter()
-        total, slowest, found = smoke(target, args.mutations, args.failures)
+        count = args.mutations or SLOW_TARGETS.get(target, MUTATIONS_PER_TARGET)
+        total, slowest, found = smoke(target, count, args.failures)
         print(f"{target}: {total} inputs in {time.perf_counter() - started:.1f} s, slowest {slowest * 1000:.0f} ms, "
               f"{len(found)} failing")
         for line in found[:20]:

@@ -8,14 +8,16 @@ The invariant every target shares (`check`): the reader decodes the bytes or rai
 from __future__ import annotations
 
 import json
+import struct
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from records import compression, framing
-from records.batch import RecordBatch, decode_batch, decode_batches
+from records.batch import RecordBatch, decode_batch, decode_batches, encode_batch, make_batch
 from records.control_types import CONTROL_VALUE_VERSION
 from records.errors import RecordFormatError
 from records.files import SnapshotId, read_snapshot
@@ -149,6 +151,55 @@ def replay(data: bytes) -> None:
     canonical_json(loader.image)
 
 
+RECORD_ENTRY = struct.Struct(">HB")  # replay_records inputs: value length, flags, then the value
+CONTROL_ENTRY = 0x01  # the value is a control record: its 4-byte key, then its value
+ENDS_BATCH = 0x02  # the record is the last of its batch
+
+
+def replay_records(data: bytes) -> None:
+    """Records that decode but may not apply, built into batches so that a mutation changes what a record
+    says rather than how it is framed (the `replay` target's mutations mostly break the framing): byte 0 odd
+    loads them as a snapshot, then entries of (length, flags, record value) follow. Entries that do not
+    decode are skipped: decoding is the other targets' concern."""
+    if not data:
+        return
+    batches: list[RecordBatch] = []
+    pending: list[Any] = []
+    control = False
+    for message, flags in _entries(data[1:]):
+        if pending and (flags & CONTROL_ENTRY) != control:
+            batches.append(_batch(batches, pending, control))
+            pending = []
+        control = bool(flags & CONTROL_ENTRY)
+        pending.append(message)
+        if flags & ENDS_BATCH:
+            batches.append(_batch(batches, pending, control))
+            pending = []
+    if pending:
+        batches.append(_batch(batches, pending, control))
+    replay(bytes([data[0]]) + b"".join(encode_batch(found) for found in batches))
+
+
+def _entries(data: bytes) -> Iterator[tuple[Any, int]]:
+    pos = 0
+    while pos + RECORD_ENTRY.size <= len(data):
+        length, flags = RECORD_ENTRY.unpack_from(data, pos)
+        value = data[pos + RECORD_ENTRY.size : pos + RECORD_ENTRY.size + length]
+        pos += RECORD_ENTRY.size + length
+        try:
+            if flags & CONTROL_ENTRY:
+                yield framing.decode_control(value[:4], value[4:]), flags
+            else:
+                yield framing.decode_metadata_value(value)[0], flags
+        except RecordFormatError:
+            continue
+
+
+def _batch(before: list[RecordBatch], messages: list[Any], control: bool) -> RecordBatch:
+    base = before[-1].last_offset + 1 if before else 0
+    return make_batch(base, 1, 1_700_000_000_000 + base, messages, control=control)
+
+
 @dataclass(frozen=True)
 class Target:
     name: str
@@ -166,6 +217,7 @@ TARGETS: dict[str, Target] = {
         Target("log_dir", log_dir),
         Target("snapshot_file", snapshot_file),
         Target("replay", replay),
+        Target("replay_records", replay_records),
     )
 }
 
