@@ -139,7 +139,7 @@ class SnapshotChecker:
             expected = epochs.epoch_at(end_offset - 1)
             if expected not in (None, epoch):
                 raise HeaderCheckError(f"the file name says epoch {epoch}, {epochs.source} gives epoch {expected} "
-                                       f"for offset {end_offset - 1}", source=source)
+                                       f"for offset {end_offset - 1}", source=source, offset=end_offset - 1)
 
     def check(self, batch: RecordBatch) -> None:
         if batch.base_offset != self.next_offset:
