@@ -7,7 +7,10 @@ The invariant every target shares (`check`): the reader decodes the bytes or rai
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
+import shutil
 import struct
 import tempfile
 from collections.abc import Callable, Iterator
@@ -238,11 +241,16 @@ def run(target: Target, data: bytes) -> None:
 
 @cache
 def _scratch(name: str) -> Path:
-    """One directory per target and process, rewritten by every input (removed at exit)."""
-    memory = Path("/dev/shm")  # tmpfs: opening a file for writing on this machine's /tmp took 1.5 ms
-    holder = tempfile.TemporaryDirectory(prefix=f"kraftlake-fuzz-{name}-", dir=memory if memory.is_dir() else None)
-    _HOLDERS.append(holder)
-    return Path(holder.name)
-
-
-_HOLDERS: list[tempfile.TemporaryDirectory[str]] = []
+    """One directory per target and process, rewritten by every input, on tmpfs where there is one (opening a
+    file for writing took 150-300 us on this machine's disks, 9 us there). Removed at exit; libFuzzer exits
+    without Python's cleanup, so the folders of runs that ended are removed here."""
+    memory = Path("/dev/shm")
+    root = memory if memory.is_dir() else Path(tempfile.gettempdir())
+    for stale in root.glob(f"kraftlake-fuzz-{name}-*"):
+        pid = stale.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(stale, ignore_errors=True)
+    path = root / f"kraftlake-fuzz-{name}-{os.getpid()}"
+    path.mkdir(exist_ok=True)
+    atexit.register(shutil.rmtree, path, True)
+    return path
