@@ -28,9 +28,8 @@ from controller.publisher import ProducerSession, PublisherConfig, PublishError,
 from records import MetadataLogDir, RecordBatch, SnapshotId, read_batches
 from records.batch import read_header
 from records.errors import RecordFormatError
-from records.files import segment_base_offset
+from records.files import metadata_log_dir, segment_base_offset
 from records.topic import encode_snapshot_key, ends_snapshot, starts_snapshot
-from replay.log_replay import METADATA_PARTITION_DIR
 
 FLUSH_EVERY = 1_000  # batches produced between checks that the broker acknowledged them
 
@@ -47,14 +46,9 @@ class PublishResult:
     messages: int
 
 
-def partition_dir(directory: Path) -> Path:
-    """`__cluster_metadata-0` itself, or the log directory holding it."""
-    return directory / METADATA_PARTITION_DIR if (directory / METADATA_PARTITION_DIR).is_dir() else directory
-
-
 def publish_log_dir(directory: Path, config: PublisherConfig) -> PublishResult:
     """Publish what the topic lacks of `directory`'s metadata log (see the module docstring)."""
-    log_dir = MetadataLogDir(partition_dir(directory))
+    log_dir = metadata_log_dir(directory)  # refuses an unrelated or empty directory before Kafka is asked
     ensure_topic(config)
     tail = read_tail(config)
     segments = log_dir.segments()

@@ -16,6 +16,7 @@ from records.batch import (
 from records.errors import (
     CompressionError,
     CorruptBatchError,
+    NotAMetadataLogError,
     RecordFormatError,
     UnknownRecordTypeError,
     UnsupportedVersionError,
@@ -30,6 +31,7 @@ __all__ = [
     "HeaderCheckError",
     "LogReader",
     "MetadataLogDir",
+    "NotAMetadataLogError",
     "Record",
     "RecordBatch",
     "RecordFormatError",

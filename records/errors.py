@@ -58,3 +58,8 @@ class UnsupportedVersionError(RecordFormatError):
 
 class CompressionError(RecordFormatError):
     """A batch compressed with a codec that cannot be decoded here, or whose payload does not decompress."""
+
+
+class NotAMetadataLogError(RecordFormatError):
+    """A path given as a metadata log that holds none: missing, an unrelated or empty directory, a file that is
+    not a segment or snapshot. Refused instead of read as an empty log (which would print an empty image)."""

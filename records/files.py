@@ -9,12 +9,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from records.batch import RecordBatch, decode_batches
+from records.batch import MAGIC, RecordBatch, decode_batches
+from records.errors import NotAMetadataLogError
 from records.headers import HeaderCheckError, LogChecker, SnapshotChecker, read_leader_epochs
 
 SEGMENT_PATTERN = re.compile(r"^(\d{20})\.log$")
 SNAPSHOT_PATTERN = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 BOOTSTRAP_NAME = "bootstrap.checkpoint"
+METADATA_PARTITION_DIR = "__cluster_metadata-0"
+EXPECTED_DIRECTORY = f"expected a copy of a `{METADATA_PARTITION_DIR}` directory (or the log directory holding it)"
+EXPECTED_FILE = "expected a `*.log` segment or a `*.checkpoint` snapshot of a metadata log"
+EXPECTED_PATH = f"expected a `*.log` segment, a `*.checkpoint` snapshot or a `{METADATA_PARTITION_DIR}` directory"
+_MAGIC_POSITION = 16  # baseOffset, batchLength, partitionLeaderEpoch, then the magic byte
 
 
 @dataclass(frozen=True, order=True)
@@ -56,16 +62,58 @@ def read_batches(path: Path) -> Iterator[RecordBatch]:
 
 def decode_file(path: Path) -> Iterator[RecordBatch]:
     """The batches of a file, framing and CRCs checked but not the header fields no CRC covers; read through
-    a memory map (segments reach 1 GiB)."""
+    a memory map (segments reach 1 GiB). A file that is no metadata log at all (not named as Kafka names them,
+    and empty or not starting with a RecordBatch v2) is refused as such rather than read as an empty log or
+    reported as a corrupt batch."""
+    check_metadata_path(path, EXPECTED_FILE)
     with path.open("rb") as handle:
         if path.stat().st_size == 0:
+            _refuse_foreign(path, b"")
             return
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            _refuse_foreign(path, mapped)
             view = memoryview(mapped)
             try:
                 yield from decode_batches(view, str(path))
             finally:
                 view.release()
+
+
+def _refuse_foreign(path: Path, content: bytes | mmap.mmap) -> None:
+    """Raise NotAMetadataLogError for a file named otherwise than Kafka names them that is empty or does not
+    start with a RecordBatch v2 (a README, meta.properties...): a file so named is read, damage and all."""
+    if is_metadata_file_name(path):
+        return
+    if not content:
+        raise NotAMetadataLogError(f"an empty file: {EXPECTED_FILE}", source=str(path), position=0)
+    if len(content) <= _MAGIC_POSITION or content[_MAGIC_POSITION] != MAGIC:
+        raise NotAMetadataLogError(f"no RecordBatch v2 at its start: {EXPECTED_FILE}", source=str(path), position=0)
+
+
+def is_metadata_file_name(path: Path) -> bool:
+    """Named as Kafka names a metadata log's files: a segment, a snapshot or bootstrap.checkpoint."""
+    return checkpoint_id(path) is not None or segment_base_offset(path) is not None
+
+
+def check_metadata_path(path: Path, expected: str = EXPECTED_PATH) -> None:
+    """Refuse a path that does not exist, naming what was expected there."""
+    if not path.exists():
+        raise NotAMetadataLogError(f"no such file or directory: {expected}", source=str(path))
+
+
+def metadata_log_dir(path: Path) -> MetadataLogDir:
+    """The metadata log a directory argument names: `path/__cluster_metadata-0` when there is one, else
+    `path` itself. Refused when it holds no segment and no snapshot, so that an unrelated or empty directory
+    is not replayed (or published, or ingested) as an empty log."""
+    check_metadata_path(path, EXPECTED_DIRECTORY)
+    if not path.is_dir():
+        raise NotAMetadataLogError(f"not a directory: {EXPECTED_DIRECTORY}", source=str(path))
+    partition = path / METADATA_PARTITION_DIR
+    log_dir = MetadataLogDir(partition if partition.is_dir() else path)
+    if not log_dir.segments() and not log_dir.snapshots():
+        raise NotAMetadataLogError(f"no `*.log` segment or `*.checkpoint` snapshot in this directory: "
+                                   f"{EXPECTED_DIRECTORY}", source=str(log_dir.path))
+    return log_dir
 
 
 class LogReader:

@@ -19,15 +19,19 @@ _CONTROL_KEY_TYPES = {0: "ABORT", 1: "COMMIT"}  # transaction markers: never wri
 
 def decode_metadata_value(value: bytes) -> tuple[Any, int]:
     """(message, version) of a metadata record value."""
-    frame, pos = wire.read_uvarint(value, 0)
-    if frame != FRAME_VERSION:
-        if frame == 0:
-            raise RecordFormatError(
-                "frame version 0 (Kafka 2.8 preview KRaft): upgrades from the preview are not supported"
-            )
-        raise RecordFormatError(f"unknown frame version {frame} (only frame version 1 is supported)")
-    api_key, pos = wire.read_uvarint(value, pos)
-    version, pos = wire.read_uvarint(value, pos)
+    try:
+        frame, pos = wire.read_uvarint(value, 0)
+        if frame != FRAME_VERSION:
+            if frame == 0:
+                raise RecordFormatError(
+                    "frame version 0 (Kafka 2.8 preview KRaft): upgrades from the preview are not supported"
+                )
+            raise RecordFormatError(f"unknown frame version {frame} (only frame version 1 is supported)")
+        api_key, pos = wire.read_uvarint(value, pos)
+        version, pos = wire.read_uvarint(value, pos)
+    except (IndexError, ValueError):
+        raise RecordFormatError(f"a metadata record value of {len(value)} byte(s) ends inside its frame, apiKey "
+                                "and version varints") from None
     message, _ = _decode_body(_schema(api_key, version), version, value, pos)
     return message, version
 

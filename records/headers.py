@@ -58,8 +58,8 @@ def read_leader_epochs(directory: Path) -> LeaderEpochs | None:
     path = directory / LEADER_EPOCH_CHECKPOINT
     if not path.is_file():
         return None
-    lines = path.read_text().split("\n")
     try:
+        lines = path.read_bytes().decode("ascii").split("\n")
         version, count = int(lines[0]), int(lines[1])
         starts = tuple(EpochStart(*map(int, line.split())) for line in lines[2 : 2 + count])
     except (IndexError, ValueError, TypeError):
@@ -139,7 +139,7 @@ class SnapshotChecker:
             expected = epochs.epoch_at(end_offset - 1)
             if expected not in (None, epoch):
                 raise HeaderCheckError(f"the file name says epoch {epoch}, {epochs.source} gives epoch {expected} "
-                                       f"for offset {end_offset - 1}", source=source)
+                                       f"for offset {end_offset - 1}", source=source, offset=end_offset - 1)
 
     def check(self, batch: RecordBatch) -> None:
         if batch.base_offset != self.next_offset:

@@ -30,10 +30,15 @@ def encode_key(base_offset: int) -> bytes:
     return LOG_KEY.pack(base_offset)
 
 
-def decode_key(key: bytes | None) -> int:
+def decode_key(key: bytes | None, source: str = "<message>") -> int:
     """The base offset a log batch's message key names (a consumed message may have no key: an error)."""
     if key is None:
-        raise ValueError("a metadata message without a key: its batch's base offset is unknown")
+        raise RecordFormatError("a metadata message without a key: its batch's base offset is unknown", source=source)
+    if len(key) != LOG_KEY.size:
+        raise RecordFormatError(
+            f"a metadata message key of {len(key)} bytes: expected {LOG_KEY.size} (a base offset) "
+            f"or {SNAPSHOT_KEY.size} (a snapshot id)", source=source,
+        )
     return LOG_KEY.unpack(key)[0]
 
 

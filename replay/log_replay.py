@@ -10,14 +10,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from records import MetadataLogDir, RecordBatch
-from records.files import LogReader, SnapshotId, checkpoint_id, read_snapshot, segment_base_offset
+from records import RecordBatch
+from records.files import (
+    LogReader,
+    SnapshotId,
+    check_metadata_path,
+    checkpoint_id,
+    metadata_log_dir,
+    read_snapshot,
+    segment_base_offset,
+)
 from records.headers import HeaderCheckError
 from replay.errors import ReplayError
 from replay.image import EMPTY_IMAGE, MetadataImage
 from replay.loader import BatchLoader, Publisher, TransactionState
-
-METADATA_PARTITION_DIR = "__cluster_metadata-0"
 
 
 @dataclass(frozen=True)
@@ -44,14 +50,14 @@ def resolve_sources(paths: Iterable[Path], to_offset: int | None = None) -> list
         if path.is_dir():
             sources.extend(_directory_sources(path, to_offset))
         else:
+            check_metadata_path(path)
             sources.append(Source(path, checkpoint_id(path)))
     return sources
 
 
 def _directory_sources(path: Path, to_offset: int | None) -> list[Source]:
-    if (path / METADATA_PARTITION_DIR).is_dir():
-        path = path / METADATA_PARTITION_DIR
-    log_dir = MetadataLogDir(path)
+    log_dir = metadata_log_dir(path)
+    path = log_dir.path
     latest = log_dir.latest_snapshot(None if to_offset is None else to_offset + 1)
     segments = log_dir.segments()
     first_logged = segment_base_offset(segments[0]) if segments else None
@@ -70,9 +76,8 @@ def _directory_sources(path: Path, to_offset: int | None) -> list[Source]:
 def history_sources(path: Path) -> list[Source]:
     """Files that replay a metadata directory from the earliest offset they can: the log alone when it
     starts at 0, else the earliest snapshot the log continues from (or the latest, with no log)."""
-    if (path / METADATA_PARTITION_DIR).is_dir():
-        path = path / METADATA_PARTITION_DIR
-    log_dir = MetadataLogDir(path)
+    log_dir = metadata_log_dir(path)
+    path = log_dir.path
     segments = log_dir.segments()
     log_start = segment_base_offset(segments[0]) if segments else None
     if log_start == 0:

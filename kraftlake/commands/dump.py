@@ -18,7 +18,16 @@ from typing import Any, TextIO
 from kraftlake.errors import UserFacingError
 from records.batch import RecordBatch
 from records.errors import RecordFormatError
-from records.files import BOOTSTRAP_NAME, LogReader, checkpoint_id, read_snapshot, segment_base_offset, snapshot_id
+from records.files import (
+    BOOTSTRAP_NAME,
+    LogReader,
+    check_metadata_path,
+    checkpoint_id,
+    metadata_log_dir,
+    read_snapshot,
+    segment_base_offset,
+    snapshot_id,
+)
 from records.json_form import message_to_json
 
 
@@ -41,12 +50,12 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     files: list[tuple[Path, LogReader]] = []
-    for path in args.paths:  # one reader per PATH: the segments found under a directory must follow each other
-        reader = LogReader()
-        files += [(file, reader) for file in metadata_files(path)]
     out = sys.stdout
     totals: Counter[str] = Counter()
     try:
+        for path in args.paths:  # one reader per PATH: the segments found under a directory must follow each other
+            reader = LogReader()
+            files += [(file, reader) for file in metadata_files(path)]
         for file, reader in files:
             batches = checked_batches(file, reader)
             if args.summary:
@@ -69,10 +78,9 @@ def run(args: argparse.Namespace) -> int:
 def metadata_files(path: Path) -> list[Path]:
     """`path` itself if it is a file, else the metadata files under it: per directory, bootstrap.checkpoint,
     then snapshots by end offset, then segments by base offset (the order a replay reads them in)."""
-    if path.is_file():
-        return [path]
+    check_metadata_path(path)
     if not path.is_dir():
-        raise UserFacingError(f"{path}: no such file or directory")
+        return [path]
     found: list[tuple[Path, tuple[int, int, int], Path]] = []
     for file in path.rglob("*"):
         if not file.is_file():
@@ -87,7 +95,7 @@ def metadata_files(path: Path) -> list[Path]:
             continue
         found.append((file.parent, key, file))
     if not found:
-        raise UserFacingError(f"{path}: no .log segment or .checkpoint snapshot in this directory")
+        metadata_log_dir(path)  # raises: no segment or snapshot, said as every reader of a directory says it
     return [file for _, _, file in sorted(found)]
 
 

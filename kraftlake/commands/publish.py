@@ -28,10 +28,7 @@ def run(args: argparse.Namespace) -> int:
 
     from controller.log_dir_publisher import LogDirPublishError, publish_log_dir
     from controller.publisher import PublisherConfig, PublishError
-    from records.errors import RecordFormatError
-
-    if not args.directory.is_dir():
-        raise UserFacingError(f"{args.directory}: not a directory")
+    from records.errors import NotAMetadataLogError, RecordFormatError
     from settings import load_kraftlake
 
     kafka = load_kraftlake(args.config).kafka
@@ -39,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
     config = PublisherConfig(bootstrap, topic=args.topic or kafka.topic)
     try:
         result = publish_log_dir(args.directory, config)
+    except NotAMetadataLogError as error:
+        raise UserFacingError(str(error)) from None
     except RecordFormatError as error:
         raise UserFacingError(f"{error} (nothing from there on was published; fix the file and rerun)") from None
     except (LogDirPublishError, PublishError) as error:

@@ -26,9 +26,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    for path in args.paths:
-        if not path.exists():
-            raise UserFacingError(f"{path}: no such file or directory")
     try:
         result = replay_paths(args.paths, args.to_offset)
     except (RecordFormatError, ReplayError) as error:

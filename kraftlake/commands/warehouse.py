@@ -15,7 +15,8 @@ from typing import Any
 
 from kraftlake.config import add_warehouse_arguments, resolve_warehouse
 from kraftlake.errors import UserFacingError
-from records.errors import RecordFormatError
+from records.errors import NotAMetadataLogError, RecordFormatError
+from records.files import metadata_log_dir
 from replay.errors import ReplayError
 
 
@@ -82,8 +83,10 @@ def run_ingest(args: argparse.Namespace) -> int:
     from lake.ingest import ingest, terminal_progress
     from lake.warehouse import WarehouseLayoutError
 
-    if not args.directory.is_dir():
-        raise UserFacingError(f"{args.directory}: not a directory")
+    try:
+        metadata_log_dir(args.directory)  # before the warehouse is created: a wrong path leaves nothing behind
+    except NotAMetadataLogError as error:
+        raise UserFacingError(str(error)) from None
     warehouse = open_warehouse(args)
     try:
         with store_errors(warehouse.uri):

@@ -102,7 +102,8 @@ def test_json_is_the_canonical_form(small_log: Path, capsys: pytest.CaptureFixtu
 def test_a_missing_path_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, str(tmp_path / "nope.log"))
     assert (code, out) == (2, "")
-    assert err == f"kraftlake replay: {tmp_path / 'nope.log'}: no such file or directory\n"
+    assert err == (f"kraftlake replay: {tmp_path / 'nope.log'}: no such file or directory: expected a `*.log` "
+                   "segment, a `*.checkpoint` snapshot or a `__cluster_metadata-0` directory\n")
 
 
 def test_a_record_that_cannot_apply_names_file_and_offset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
