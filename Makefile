@@ -10,7 +10,7 @@ JARS := build/jars
 JAR_STAMPS := $(JARS)/kafka/.fetched $(JARS)/kafka-shell/.fetched $(JARS)/spark/.fetched
 ORACLE := $(JARS)/oracle/classes/.compiled
 
-.PHONY: run test lint typecheck bench clean install jars
+.PHONY: run test lint typecheck bench clean install jars fuzz
 
 install: $(STAMP) jars
 
@@ -49,6 +49,15 @@ test: install typecheck
 
 bench: install
 	$(BIN)/python -m bench
+
+# Coverage-guided fuzzing (README, "Fuzzing the readers"): each target FUZZ_SECONDS, its corpus kept across runs
+# in build/fuzz-corpus; `make test` runs only the smoke (seeds, regressions, deterministic mutations).
+FUZZ_SECONDS ?= 180
+fuzz: $(STAMP)
+	for target in $$($(BIN)/python -c 'from tests.fuzz.targets import TARGETS; print(*TARGETS)'); do \
+	  $(BIN)/python -m tests.fuzz $$target --seconds $(FUZZ_SECONDS) --corpus build/fuzz-corpus/$$target \
+	    --artifacts build/fuzz-artifacts || exit 1; \
+	done
 
 run: install
 	$(BIN)/kraftlake demo
