@@ -1,6 +1,8 @@
 """The metadata record types of Kafka 4.2 (`__cluster_metadata` data records), restated from the message
-schemas of Apache Kafka (`metadata/src/main/resources/common/metadata/*Record.json` in its source tree).
-apiKeys 6, 13 and 16 were never written or were removed.
+schemas of Apache Kafka (`metadata/src/main/resources/common/metadata/*Record.json` in its source tree),
+with the cordoned log directories metadata.version 4.3-IV0 adds (RegisterBrokerRecord v4,
+BrokerRegistrationChangeRecord v3) as Kafka 4.4 writes them. apiKeys 6, 13 and 16 were never written or were
+removed; 4.4's UnregisterControllerRecord (apiKey 29) is not here yet.
 
 Every schema is flexible from version 0. A field's `versions` is the N of "N+"; tagged fields here always
 have taggedVersions equal to their versions.
@@ -63,7 +65,7 @@ _UUIDS = Array(UUID)
 
 SCHEMAS: tuple[StructSchema, ...] = (
     _message(
-        "RegisterBrokerRecord", 0, 3,
+        "RegisterBrokerRecord", 0, 4,
         Field("BrokerId", INT32),
         Field("IsMigratingZkBroker", BOOL, versions=2),
         Field("IncarnationId", UUID),
@@ -74,6 +76,7 @@ SCHEMAS: tuple[StructSchema, ...] = (
         Field("Fenced", BOOL, default=True),
         Field("InControlledShutdown", BOOL, versions=1),
         Field("LogDirs", _UUIDS, versions=3, tag=0),
+        Field("CordonedLogDirs", _UUIDS, versions=4, nullable=4, tag=1, default=None),
     ),
     _message("UnregisterBrokerRecord", 1, 0, Field("BrokerId", INT32), Field("BrokerEpoch", INT64)),
     _message("TopicRecord", 2, 0, Field("Name", STRING), Field("TopicId", UUID)),
@@ -151,12 +154,13 @@ SCHEMAS: tuple[StructSchema, ...] = (
         Field("NextProducerId", INT64),
     ),
     _message(
-        "BrokerRegistrationChangeRecord", 17, 2,
+        "BrokerRegistrationChangeRecord", 17, 3,
         Field("BrokerId", INT32),
         Field("BrokerEpoch", INT64),
         Field("Fenced", INT8, tag=0),
         Field("InControlledShutdown", INT8, versions=1, tag=1),
         Field("LogDirs", _UUIDS, versions=2, tag=2),
+        Field("CordonedLogDirs", _UUIDS, versions=3, nullable=3, tag=3, default=None),
     ),
     _message(
         "AccessControlEntryRecord", 18, 0,

@@ -314,6 +314,7 @@ class BrokerRegistrationChangeRecord(_Generated):
         fenced: int = ...,
         in_controlled_shutdown: int = ...,
         log_dirs: tuple[str, ...] = ...,
+        cordoned_log_dirs: tuple[str, ...] | None = ...,
         unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ...,
     ) -> Self: ...
     @property
@@ -326,6 +327,8 @@ class BrokerRegistrationChangeRecord(_Generated):
     def in_controlled_shutdown(self) -> int: ...
     @property
     def log_dirs(self) -> tuple[str, ...]: ...
+    @property
+    def cordoned_log_dirs(self) -> tuple[str, ...] | None: ...
 
 
 class AccessControlEntryRecord(_Generated):
@@ -575,6 +578,7 @@ class RegisterBrokerRecord(_Generated):
         fenced: bool = ...,
         in_controlled_shutdown: bool = ...,
         log_dirs: tuple[str, ...] = ...,
+        cordoned_log_dirs: tuple[str, ...] | None = ...,
         unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ...,
     ) -> Self: ...
     @property
@@ -597,6 +601,8 @@ class RegisterBrokerRecord(_Generated):
     def in_controlled_shutdown(self) -> bool: ...
     @property
     def log_dirs(self) -> tuple[str, ...]: ...
+    @property
+    def cordoned_log_dirs(self) -> tuple[str, ...] | None: ...
 
 
 class ClientQuotaRecord(_Generated):

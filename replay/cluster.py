@@ -35,6 +35,8 @@ class BrokerRegistration:
     in_controlled_shutdown: bool
     is_migrating_zk_broker: bool
     directories: tuple[str, ...]
+    # KIP-1066 (metadata.version 4.3-IV0): None until the broker first reports them, in the order it sent
+    cordoned_directories: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ class ClusterDelta:
             in_controlled_shutdown=record.in_controlled_shutdown,
             is_migrating_zk_broker=record.is_migrating_zk_broker,
             directories=tuple(sorted(record.log_dirs)),
+            cordoned_directories=record.cordoned_log_dirs,
         )
 
     def replay_unregister_broker(self, record: Any) -> None:
@@ -136,6 +139,9 @@ class ClusterDelta:
             fenced=broker.fenced if fenced is None else fenced,
             in_controlled_shutdown=broker.in_controlled_shutdown if shutdown is None else shutdown,
             directories=tuple(sorted(record.log_dirs)) if record.log_dirs else broker.directories,
+            cordoned_directories=(
+                broker.cordoned_directories if record.cordoned_log_dirs is None else record.cordoned_log_dirs
+            ),
         )
 
     def replay_register_controller(self, record: Any) -> None:

@@ -129,6 +129,25 @@ def test_registration_change_log_dirs_empty_means_unchanged() -> None:
     assert broker(changed, 1).directories == tuple(sorted(new_dirs))
 
 
+def test_cordoned_directories_are_unknown_until_reported_then_change_only_when_sent() -> None:
+    """KIP-1066 (metadata.version 4.3-IV0), as Kafka 4.4's BrokerRegistration: None until a record carries
+    them; a change without them (null) leaves them; an empty list is a change (a 4.4 cluster writes one per
+    broker right after its metadata.version upgrade); the order sent is kept (Kafka does not sort them)."""
+    before = apply_records([register(1, 10)])
+    assert broker(before, 1).cordoned_directories is None
+    reported = apply_records([mt.BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=10, cordoned_log_dirs=())],
+                             before)
+    assert broker(reported, 1).cordoned_directories == ()
+    cordoned = (uuid(7), uuid(6))
+    changed = apply_records([mt.BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=10,
+                                                               cordoned_log_dirs=cordoned)], reported)
+    assert broker(changed, 1).cordoned_directories == cordoned
+    unchanged = apply_records([mt.BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=10, fenced=-1)], changed)
+    assert broker(unchanged, 1).cordoned_directories == cordoned
+    registered = apply_records([register(1, 11, cordoned_log_dirs=(uuid(8),))], unchanged)
+    assert broker(registered, 1).cordoned_directories == (uuid(8),)
+
+
 @pytest.mark.parametrize(("fenced", "shutdown"), [(2, 0), (-2, 0), (0, 2), (0, -1)])
 def test_registration_change_invalid_values_are_refused(fenced: int, shutdown: int) -> None:
     with pytest.raises(ReplayError, match="Invalid"):

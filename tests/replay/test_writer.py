@@ -66,7 +66,7 @@ def test_id2_directory_assignment_state() -> None:
 
 @pytest.mark.parametrize(
     ("level", "broker_version", "partition_version"),
-    [(7, 1, 0), (8, 2, 0), (16, 2, 0), (17, 3, 1), (22, 3, 1), (23, 3, 2), (LATEST_MV, 3, 2)],
+    [(7, 1, 0), (8, 2, 0), (16, 2, 0), (17, 3, 1), (22, 3, 1), (23, 3, 2), (LATEST_MV, 3, 2), (30, 4, 2)],
 )
 def test_record_versions_follow_the_metadata_version(level: int, broker_version: int, partition_version: int) -> None:
     versions = {type(message): version for message, version in image_records(apply_records(rich_records()), level)
@@ -86,6 +86,18 @@ def test_older_versions_name_what_they_lose() -> None:
         "the eligible leader replicas of one or more partitions",
     }
     assert mt.RegisterControllerRecord not in {type(m) for m, _ in image_records(image, 14).records}
+
+
+def test_cordoned_directories_need_4_3_iv0() -> None:
+    """Kafka's BrokerRegistration.toRecord: RegisterBrokerRecord v4 carries them from 4.3-IV0 (level 30);
+    below, reported ones are a named loss, unreported ones (None) no loss."""
+    cordoned = [mt.BrokerRegistrationChangeRecord(broker_id=0, broker_epoch=20, cordoned_log_dirs=(uuid(9),))]
+    image = apply_records([*rich_records(), *cordoned])
+    written = {m.broker_id: m.cordoned_log_dirs for m, _ in image_records(image, 30).records
+               if isinstance(m, mt.RegisterBrokerRecord)}
+    assert written == {0: (uuid(9),), 1: None}  # broker 2 is unregistered by then
+    assert image_records(image, 29).losses == ["the cordoned log directories of one or more brokers"]
+    assert image_records(apply_records(rich_records()), 29).losses == []
 
 
 def test_empty_elr_lists_are_left_out_as_kafka_does() -> None:

@@ -1,0 +1,154 @@
+"""Kafka's own image as the oracle on the log of a real Kafka cluster driven as an operator would
+(`operator_scenario`: topics, configs, SCRAM users, quotas, ACLs, a broker and the active controller
+SIGKILLed, a reassignment, a controller added and one removed, metadata.version upgraded to 4.4-IV2).
+
+A live node's `__cluster_metadata-0` is copied and replayed three ways, each checked against Kafka 4.4's
+MetadataImage (java/oracle) at every offset whose record changes the image: kraftlake's reference replay,
+`kraftlake ingest` into a Delta warehouse read back by time travel, and `kraftlake publish` into a topic
+drained by the streaming job (Spark's Kafka source, several micro-batches) into another warehouse."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jobs.materialize import MaterializeConfig, run
+from kraftlake.cli import main
+from lake.time_travel import image_at_offset, published_images
+from lake.warehouse import Warehouse
+from records.errors import CorruptBatchError
+from replay.image import MetadataImage
+from tests.fixtures.broker import create_topic
+from tests.harness.kafka_cluster import KafkaCluster
+from tests.harness.kafka_oracle import (
+    Comparison,
+    assert_matches_kafka,
+    assert_same_canonical,
+    canonical,
+    kafka_image,
+    read_log,
+)
+from tests.harness.kafka_scenario import DELETED_TOPIC, ORDERS_PARTITIONS_AFTER, TOPICS, ScenarioReport
+
+pytestmark = pytest.mark.integration
+
+SCRATCH = "/dev/shm" if Path("/dev/shm").is_dir() else None  # Kafka's snapshot writer fsyncs every file
+METADATA_VERSION_4_4_IV2 = 33  # the scenario's LATEST_RELEASE as a feature level
+# What the scenario's operator actions write, by the record (or control record) class: each must change the
+# image somewhere in the log, so the comparison covers it.
+CHANGES_COMPARED = {
+    "TopicRecord", "PartitionRecord", "PartitionChangeRecord", "RemoveTopicRecord", "ConfigRecord",
+    "UserScramCredentialRecord", "RemoveUserScramCredentialRecord", "ClientQuotaRecord",
+    "AccessControlEntryRecord", "RemoveAccessControlEntryRecord", "RegisterBrokerRecord",
+    "BrokerRegistrationChangeRecord", "RegisterControllerRecord", "FeatureLevelRecord", "VotersRecord",
+}  # fmt: skip
+MICRO_BATCH = 40  # Kafka messages (Raft batches) per trigger: the scenario's ~300 batches take several
+
+
+def copy_live(source: Path, target: Path, attempts: int = 3) -> Path:
+    """A copy of a running node's metadata directory, as a `__cluster_metadata-0` under `target`. Kafka keeps
+    appending (a NoOp every 500 ms), so a copy may end inside the batch being written: copied again then."""
+    copied = target / source.name
+    for attempt in range(attempts):
+        shutil.rmtree(copied, ignore_errors=True)
+        shutil.copytree(source, copied)
+        try:
+            read_log(target)
+            return target
+        except CorruptBatchError as error:
+            if "truncated" not in str(error) or attempt == attempts - 1:
+                raise
+            time.sleep(0.2)
+    raise AssertionError("unreachable")
+
+
+@pytest.fixture(scope="module")
+def copies(operator_scenario: tuple[KafkaCluster, ScenarioReport],
+           tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The node of the broker SIGKILLed and restarted mid-scenario, and the controller added late (formatted
+    without initial voters, it fetched the whole log from the others): their logs were written differently,
+    their bootstrap checkpoints differ."""
+    cluster, report = operator_scenario
+    root = tmp_path_factory.mktemp("scenario-copies")
+    chosen = {"killed-broker": report.killed_broker, "added-controller": report.added_controller}
+    return {name: copy_live(cluster.metadata_dir(node), root / name) for name, node in chosen.items()}
+
+
+@pytest.fixture(scope="module")
+def compared(copies: dict[str, Path]) -> Iterator[dict[str, Comparison]]:
+    """One oracle run per copy (Kafka's snapshot at every offset that changes either image)."""
+    with tempfile.TemporaryDirectory(dir=SCRATCH) as work:
+        yield {name: assert_matches_kafka(log, Path(work) / name) for name, log in copies.items()}
+
+
+@pytest.mark.parametrize("copy", ["killed-broker", "added-controller"])
+def test_kraftlake_equals_kafka_at_every_change_of_the_scenarios_log(
+    compared: dict[str, Comparison], copies: dict[str, Path], copy: str
+) -> None:
+    """Equal at every offset where either image changes, both changing at the same offsets (so equal at every
+    offset), with no deliberate difference in play; every kind of change the operator made is among them."""
+    comparison = compared[copy]
+    assert comparison.differences == {}
+    log = read_log(copies[copy])
+    kinds = {record.offset: type(record.message).__name__ for batch in log.batches for record in batch.records}
+    assert {kinds[offset] for offset in comparison.offsets} >= CHANGES_COMPARED
+    last = kafka_image(comparison.snapshots[comparison.offsets[-1]])
+    assert_scenario_end_state(last)
+
+
+def assert_scenario_end_state(image: MetadataImage) -> None:
+    """Kafka's image after the scenario's last change holds what the operator did (the copy is complete)."""
+    assert image.features.metadata_version == METADATA_VERSION_4_4_IV2
+    assert set(image.topics.by_name) >= set(TOPICS) - {DELETED_TOPIC} and DELETED_TOPIC not in image.topics.by_name
+    assert len(image.topics.by_name["orders"].partitions) == ORDERS_PARTITIONS_AFTER
+
+
+def test_the_two_copies_hold_the_same_log(copies: dict[str, Path]) -> None:
+    """The replicated log is the same on both nodes (up to the shorter copy's end)."""
+    first, second = (read_log(path).batches for path in copies.values())
+    shorter = min(len(first), len(second))
+    assert shorter > 200 and first[:shorter] == second[:shorter]
+
+
+def assert_warehouse_equals_kafka(warehouse: Warehouse, comparison: Comparison) -> None:
+    """Time travel to every offset compared: the same canonical image as Kafka's (what a warehouse holds)."""
+    for offset, snapshot in sorted(comparison.snapshots.items()):
+        assert_same_canonical(offset, image_at_offset(warehouse, offset).to_image(), kafka_image(snapshot), {})
+
+
+def test_kraftlake_ingest_then_time_travel_equals_kafka(
+    compared: dict[str, Comparison], copies: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kraftlake ingest` (an image every 50 offsets, so most offsets are read through the history tables),
+    then every offset compared; `kraftlake image --json` prints Kafka's image too."""
+    comparison, uri = compared["killed-broker"], str(tmp_path / "warehouse")
+    assert main(["ingest", str(copies["killed-broker"]), "--warehouse", uri, "--image-every", "50"]) == 0
+    assert_warehouse_equals_kafka(Warehouse(uri), comparison)
+    capsys.readouterr()
+    middle = comparison.offsets[len(comparison.offsets) // 2]
+    assert main(["image", "--warehouse", uri, "--at-offset", str(middle), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    del printed["provenance"]
+    assert printed == canonical(kafka_image(comparison.snapshots[middle]))
+
+
+def test_publish_then_the_streaming_job_equals_kafka(
+    compared: dict[str, Comparison], copies: dict[str, Path], kafka_broker, spark, tmp_path: Path
+) -> None:
+    """`kraftlake publish` into a topic on the test broker, the streaming job drains it `MICRO_BATCH`
+    messages per trigger into a fresh warehouse: every offset compared equals Kafka's image."""
+    comparison, bootstrap = compared["added-controller"], kafka_broker.bootstrap_servers
+    topic = create_topic(bootstrap)
+    assert main(["publish", str(copies["added-controller"]), "--topic", topic, "--bootstrap-servers", bootstrap]) == 0
+    config = MaterializeConfig(bootstrap, topic, str(tmp_path / "warehouse"), tmp_path / "checkpoint",
+                               available_now=True, max_offsets_per_trigger=MICRO_BATCH)
+    run(config, spark)
+    warehouse = Warehouse(config.warehouse)
+    assert len(published_images(warehouse)) >= 5  # several micro-batches, each publishing an image
+    assert_warehouse_equals_kafka(warehouse, comparison)
