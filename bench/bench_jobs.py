@@ -46,6 +46,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from deltalake import DeltaTable
 
 from bench import row
+from image_schema.canonical import canonical_json
 from image_schema.changes import ChangeRecorder
 from jobs.kafka_source import RECEIVE_MAX_BYTES, message_value
 from jobs.materialize import MaterializeConfig, MicroBatchWriter, collect_messages, decode_messages, local_spark
@@ -57,7 +58,6 @@ from lake.time_travel import image_at_offset, published_images
 from lake.warehouse import IMAGES, Warehouse
 from records import RecordBatch, encode_batch, make_batch, wire
 from records import metadata_types as mt
-from replay.canonical import canonical_json
 from replay.loader import BatchLoader
 from replay.log_replay import cut_batches
 
