@@ -24,8 +24,10 @@ def register(subparsers: Any) -> None:
     ingest = subparsers.add_parser("ingest", help="build a warehouse from a __cluster_metadata-0 directory")
     ingest.add_argument("directory", type=Path, help="a __cluster_metadata-0 directory or the log dir holding it")
     add_warehouse_arguments(ingest)
-    ingest.add_argument("--image-every", type=int, default=1000, metavar="OFFSETS",
-                        help="publish an image every this many offsets (every offset stays exact)")
+    ingest.add_argument("--image-every", type=int, metavar="OFFSETS",
+                        help="publish an image every this many offsets (default: every 1,000 offsets, and every "
+                             "30 s of work while catching up a log older than a minute; every offset stays "
+                             "exact either way)")
     ingest.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     ingest.set_defaults(handler=run_ingest)
 

@@ -1,0 +1,108 @@
+"""Catching up a backlog: `ingest` without `--image-every` (and the streaming job's pipeline behind its
+topic) holds images, row versions included, and publishes one per `catch_up_publish_ms` of work; every
+offset stays exact, byte for byte with `replay --json`, also between the images. `--image-every` keeps its
+meaning: an image every N offsets. A pipeline fed recent batches publishes at once, as before."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from image_schema.canonical import canonical_json
+from lake import ingest as ingest_module
+from lake.ingest import ingest
+from lake.pipeline import CATCH_UP_LAG_MS, MetadataPipeline
+from lake.time_travel import image_at_offset, published_images
+from lake.warehouse import Warehouse
+from records import make_batch
+from records import metadata_types as mt
+from records.files import read_batches
+from replay.log_replay import replay_paths
+from tests.replay.builders import topic_id_of
+
+SAMPLE = "rjmfernandes_flink-on-prem/data"  # 17k offsets appended in 2024: a backlog today
+
+
+@pytest.fixture(scope="module")
+def caught_up(samples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Warehouse]:
+    """The sample ingested with the defaults, images held 0.3 s at a time (the default 30 s would hold the
+    whole sample in one image: here the catch-up publishes several, at moments no test chooses)."""
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(ingest_module, "CATCH_UP_PUBLISH_MS", 300)
+    warehouse = Warehouse(tmp_path_factory.mktemp("catch-up") / "warehouse")
+    try:
+        ingest(samples_dir / SAMPLE, warehouse)
+    finally:
+        monkeypatch.undo()
+    return samples_dir / SAMPLE, warehouse
+
+
+def test_images_are_held_while_catching_up(caught_up: tuple[Path, Warehouse]) -> None:
+    directory, warehouse = caught_up
+    offsets = [image.offset for image in published_images(warehouse)]
+    commits = replay_paths([directory], None).image.provenance.offset // ingest_module.DEFAULT_IMAGE_EVERY
+    assert 2 <= len(offsets) < commits, offsets
+    assert offsets[-1] == replay_paths([directory], None).image.provenance.offset
+
+
+def test_every_offset_between_held_images_equals_replay(caught_up: tuple[Path, Warehouse]) -> None:
+    directory, warehouse = caught_up
+    images = [image.offset for image in published_images(warehouse)]
+    rng = random.Random(21)
+    between = [rng.randrange(a + 1, b) for a, b in itertools.pairwise(images) if b - a > 1]
+    offsets = sorted({0, 1, 2, *images, *(o - 1 for o in images), *between, *rng.sample(range(images[-1]), 25)})
+    for offset in offsets:
+        from_lake = canonical_json(image_at_offset(warehouse, offset).to_image(), indent=2)
+        assert from_lake == canonical_json(replay_paths([directory], offset).image, indent=2), offset
+
+
+def test_cli_json_of_a_caught_up_warehouse_equals_replay_byte_for_byte(caught_up: tuple[Path, Warehouse]) -> None:
+    directory, warehouse = caught_up
+    images = [image.offset for image in published_images(warehouse)]
+    for offset in (images[0] + 1, (images[0] + images[-1]) // 2, images[-1]):
+        cli = [sys.executable, "-m", "kraftlake.cli"]
+        image = subprocess.run([*cli, "image", "--warehouse", warehouse.uri, "--at-offset", str(offset), "--json"],
+                               capture_output=True, check=True).stdout
+        replayed = subprocess.run([*cli, "replay", str(directory), "--to-offset", str(offset), "--json"],
+                                  capture_output=True, check=True).stdout
+        assert image == replayed, offset
+
+
+def test_image_every_publishes_every_n_offsets(samples_dir: Path, tmp_path: Path) -> None:
+    """Set explicitly, it means what it says on a backlog too: nothing is held."""
+    warehouse = Warehouse(tmp_path / "warehouse")
+    ingest(samples_dir / SAMPLE, warehouse, image_every=2000)
+    offsets = [image.offset for image in published_images(warehouse)]
+    biggest_batch = max(batch.last_offset - batch.base_offset + 1 for batch in read_batches(
+        next((samples_dir / SAMPLE).rglob("00000000000000000000.log"))))
+    gaps = [b - a for a, b in itertools.pairwise(offsets)]
+    assert len(offsets) >= offsets[-1] // 2000
+    assert all(2000 <= gap < 2000 + biggest_batch for gap in gaps[:-1]), gaps
+
+
+def test_recent_batches_are_published_at_once_and_end_the_hold(tmp_path: Path) -> None:
+    """The streaming job's path: old batches wait, a batch appended now publishes everything held."""
+    pipeline = MetadataPipeline(Warehouse(tmp_path / "warehouse"), catch_up_publish_ms=3_600_000)
+    old = int(time.time() * 1000) - 10 * CATCH_UP_LAG_MS
+    records: list[list[object]] = [[mt.FeatureLevelRecord(name="metadata.version", feature_level=21)]]
+    records += [[mt.TopicRecord(name=f"t{n}", topic_id=topic_id_of(f"t{n}"))] for n in range(4)]
+    published = []
+    for offset, messages in enumerate(records):
+        pipeline.load(make_batch(offset, 1, old + offset, messages))
+        published.append(pipeline.commit())
+    assert published[0] is not None and published[1:] == [None] * (len(records) - 1)  # then held
+    recent = [mt.TopicRecord(name="now", topic_id=topic_id_of("now"))]
+    pipeline.load(make_batch(len(records), 1, int(time.time() * 1000), recent))
+    assert pipeline.commit() is not None
+    warehouse = Warehouse(tmp_path / "warehouse")
+    assert [image.offset for image in published_images(warehouse)] == [0, len(records)]
+    for offset in range(len(records) + 1):
+        names = {topic.name for topic in image_at_offset(warehouse, offset).to_image().topics.by_id.values()}
+        old_topics = {f"t{n}" for n in range(min(offset, len(records) - 1))}  # t{n} at offset n + 1
+        assert names == old_topics | ({"now"} if offset == len(records) else set())
