@@ -149,11 +149,12 @@ def object_parts(fields: Mapping[str, pa.Array | pa.ChunkedArray], layout: Layou
     return parts
 
 
-def concat(*parts: Part) -> pa.Array:
+def concat(*parts: Part | pa.ChunkedArray) -> pa.Array:
     """Texts, choices and text columns joined row by row (a row with a null part is null); neighbouring
     texts and choices are merged first (each part costs a little on every row)."""
     merged: Parts = []
-    for part in parts:
+    for given in parts:
+        part = given.combine_chunks() if isinstance(given, pa.ChunkedArray) else given
         last = merged[-1] if merged else None
         if isinstance(part, pa.Array) or last is None or isinstance(last, pa.Array):
             merged.append(part)

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -156,8 +155,11 @@ def run_image(args: argparse.Namespace) -> int:
 
 
 def run_changes(args: argparse.Namespace) -> int:
-    """One JSON line per changed row: inserts and deletes with the row, updates with `before` → `after`."""
-    from lake.history import offset_at_time, previous_versions
+    """One JSON line per changed row: inserts and deletes with the row, updates with `before` → `after`
+    (written from the Arrow columns, `lake.history.change_lines`)."""
+    from image_schema.canonical import write_chunks
+    from image_schema.json_text import buffer_of
+    from lake.history import change_lines, offset_at_time
     from lake.time_travel import TimeTravelError, changes_between
 
     warehouse = open_warehouse(args)
@@ -173,8 +175,7 @@ def run_changes(args: argparse.Namespace) -> int:
             for name, table in changes.items():
                 if (args.table and name != args.table) or not table.num_rows:
                     continue
-                for line in previous_versions(warehouse, name, table):
-                    print(json.dumps({"table": name, **line}, sort_keys=True))
+                write_chunks([buffer_of(change_lines(warehouse, name, table))], sys.stdout, end=b"")
     except TimeTravelError as error:
         raise UserFacingError(str(error)) from None
     return 0
