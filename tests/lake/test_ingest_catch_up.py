@@ -106,3 +106,18 @@ def test_recent_batches_are_published_at_once_and_end_the_hold(tmp_path: Path) -
         names = {topic.name for topic in image_at_offset(warehouse, offset).to_image().topics.by_id.values()}
         old_topics = {f"t{n}" for n in range(min(offset, len(records) - 1))}  # t{n} at offset n + 1
         assert names == old_topics | ({"now"} if offset == len(records) else set())
+
+
+def test_current_tables_rewritten_whole_hold_the_last_image(caught_up: tuple[Path, Warehouse]) -> None:
+    """An image that changes at least half of a current table's rows rewrites it from the image (one
+    overwrite commit, one file per bucket): the rows are the last image's, the bucket column included."""
+    _, warehouse = caught_up
+    last = image_at_offset(warehouse, published_images(warehouse)[-1].offset)
+    overwritten = 0
+    for name, expected in last.tables.items():
+        table = warehouse.table(name)
+        operations = [commit.get("operationParameters", {}).get("mode") for commit in table.history()]
+        overwritten += "Overwrite" in operations
+        current = table.to_pyarrow_table().drop_columns(["bucket"]).select(expected.column_names)
+        assert sorted(map(repr, current.to_pylist())) == sorted(map(repr, expected.to_pylist())), name
+    assert overwritten >= 1  # the second image holds most of the log
