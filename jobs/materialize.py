@@ -51,7 +51,7 @@ class MaterializeConfig:
     available_now: bool = False
     max_offsets_per_trigger: int | None = None
     idle_publish_seconds: float = 0.0  # hold offset-only images this long (see lake.pipeline); 0: never
-    catch_up_publish_seconds: float = 0.0  # hold images of a backlog this long (see lake.pipeline); 0: never
+    coalesce_backlog: bool = False  # hold images of a backlog (see lake.pipeline)
     storage_options: tuple[tuple[str, str], ...] = ()  # for the warehouse; delta-rs reads AWS_* besides
 
 
@@ -141,7 +141,7 @@ class MicroBatchWriter:
             open_warehouse(self.config.warehouse, self.config.storage_options),
             hold_gaps=True,
             idle_publish_ms=int(self.config.idle_publish_seconds * 1000),
-            catch_up_publish_ms=int(self.config.catch_up_publish_seconds * 1000),
+            coalesce_backlog=self.config.coalesce_backlog,
         )
         self._catch_up(pipeline, before_kafka_offset)
         return pipeline
@@ -330,9 +330,9 @@ def parse_args(argv: list[str] | None) -> MaterializeConfig:
     parser.add_argument("--max-offsets-per-trigger", type=int)
     parser.add_argument("--idle-publish-seconds", type=float, default=10.0,
                         help="an image that only moves offsets waits up to this long (0: publish every trigger)")
-    parser.add_argument("--catch-up-publish-seconds", type=float, default=30.0,
-                        help="while the job is behind (batches older than a minute), an image waits up to this "
-                             "long (0: publish every trigger)")
+    parser.add_argument("--coalesce-backlog", action=argparse.BooleanOptionalAction, default=True,
+                        help="while the job is behind (batches older than a minute), images wait until their "
+                             "change is as big as the history before it")
     parser.add_argument("--storage-option", dest="storage_options", action="append", type=storage_option,
                         default=[], metavar="KEY=VALUE", help="a delta-rs storage option for the warehouse")
     args = parser.parse_args(argv)

@@ -2,10 +2,10 @@
 
 History starts at the earliest point the files hold: offset 0 when the log is whole, else the earliest
 snapshot the log continues from. Every offset stays exact through the history tables whatever the images.
-By default a log appended more than a minute ago is a backlog and takes the pipeline's catch-up path: an
-image every `CATCH_UP_PUBLISH_MS` of work (and at the end) instead of every `DEFAULT_IMAGE_EVERY` offsets,
+By default a log appended more than a minute ago is a backlog and takes the pipeline's catch-up path: images
+at geometric steps of the history written (and at the end) instead of every `DEFAULT_IMAGE_EVERY` offsets,
 as each image of a bootstrap rewrites most of the current tables (1M partitions: 512 of ~1,100 images in 11
-minutes and 8.2 GB on disk, against well under a minute and a gigabyte). With `image_every` set, an image is
+minutes and 8.2 GB on disk). With `image_every` set, an image is
 published every `image_every` offsets exactly (as short triggers of the streaming job do) and at the end.
 Replay is sequential by nature (offset order), so the work happens in this one process: Spark is not needed
 to write, only to query. Rerunning after a crash (or on a longer copy of the same log) completes the warehouse
@@ -28,7 +28,6 @@ from replay.log_replay import history_sources
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
 DEFAULT_IMAGE_EVERY = 1000  # offsets between commits when `image_every` is not set (images wait while catching up)
-CATCH_UP_PUBLISH_MS = 30_000
 
 
 @dataclass(frozen=True)
@@ -47,8 +46,7 @@ def ingest(
     policy: MaintenancePolicy | None = None,
 ) -> IngestResult:
     """Publish an image every `image_every` offsets (None: catch up, see above) and at the end."""
-    catch_up = CATCH_UP_PUBLISH_MS if image_every is None else 0
-    pipeline = MetadataPipeline(warehouse, catch_up_publish_ms=catch_up, policy=policy)
+    pipeline = MetadataPipeline(warehouse, coalesce_backlog=image_every is None, policy=policy)
     with paused_collector():
         return _ingest(directory, pipeline, image_every or DEFAULT_IMAGE_EVERY, progress)
 

@@ -156,6 +156,11 @@ class DeltaSink:
             app_transactions=[Transaction(self._txn_id(name), offset)],
         )
 
+    @property
+    def history_rows(self) -> int:
+        """History rows written through the last image, all tables."""
+        return self._history_rows
+
     def last_published(self) -> int:
         return self.written_through(IMAGES)
 

@@ -1,7 +1,7 @@
 """Catching up a backlog: `ingest` without `--image-every` (and the streaming job's pipeline behind its
-topic) holds images, row versions included, and publishes one per `catch_up_publish_ms` of work; every
-offset stays exact, byte for byte with `replay --json`, also between the images. `--image-every` keeps its
-meaning: an image every N offsets. A pipeline fed recent batches publishes at once, as before."""
+topic) holds images, row versions included, until the held change is as big as the history before it;
+every offset stays exact, byte for byte with `replay --json`, also between the images. `--image-every`
+keeps its meaning: an image every N offsets. A pipeline fed recent batches publishes at once, as before."""
 
 from __future__ import annotations
 
@@ -31,15 +31,9 @@ SAMPLE = "rjmfernandes_flink-on-prem/data"  # 17k offsets appended in 2024: a ba
 
 @pytest.fixture(scope="module")
 def caught_up(samples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Warehouse]:
-    """The sample ingested with the defaults, images held 0.3 s at a time (the default 30 s would hold the
-    whole sample in one image: here the catch-up publishes several, at moments no test chooses)."""
-    monkeypatch = pytest.MonkeyPatch()
-    monkeypatch.setattr(ingest_module, "CATCH_UP_PUBLISH_MS", 300)
+    """The sample ingested with the defaults."""
     warehouse = Warehouse(tmp_path_factory.mktemp("catch-up") / "warehouse")
-    try:
-        ingest(samples_dir / SAMPLE, warehouse)
-    finally:
-        monkeypatch.undo()
+    ingest(samples_dir / SAMPLE, warehouse)
     return samples_dir / SAMPLE, warehouse
 
 
@@ -49,6 +43,9 @@ def test_images_are_held_while_catching_up(caught_up: tuple[Path, Warehouse]) ->
     commits = replay_paths([directory], None).image.provenance.offset // ingest_module.DEFAULT_IMAGE_EVERY
     assert 2 <= len(offsets) < commits, offsets
     assert offsets[-1] == replay_paths([directory], None).image.provenance.offset
+    images = warehouse.table("images").to_pyarrow_table().sort_by("offset")
+    history = images["history_rows"].to_pylist()
+    assert all(later >= 2 * earlier for earlier, later in itertools.pairwise(history[:-1])), history
 
 
 def test_every_offset_between_held_images_equals_replay(caught_up: tuple[Path, Warehouse]) -> None:
@@ -87,25 +84,28 @@ def test_image_every_publishes_every_n_offsets(samples_dir: Path, tmp_path: Path
 
 
 def test_recent_batches_are_published_at_once_and_end_the_hold(tmp_path: Path) -> None:
-    """The streaming job's path: old batches wait, a batch appended now publishes everything held."""
-    pipeline = MetadataPipeline(Warehouse(tmp_path / "warehouse"), catch_up_publish_ms=3_600_000)
-    old = int(time.time() * 1000) - 10 * CATCH_UP_LAG_MS
-    records: list[list[object]] = [[mt.FeatureLevelRecord(name="metadata.version", feature_level=21)]]
-    records += [[mt.TopicRecord(name=f"t{n}", topic_id=topic_id_of(f"t{n}"))] for n in range(4)]
-    published = []
-    for offset, messages in enumerate(records):
-        pipeline.load(make_batch(offset, 1, old + offset, messages))
-        published.append(pipeline.commit())
-    assert published[0] is not None and published[1:] == [None] * (len(records) - 1)  # then held
-    recent = [mt.TopicRecord(name="now", topic_id=topic_id_of("now"))]
-    pipeline.load(make_batch(len(records), 1, int(time.time() * 1000), recent))
-    assert pipeline.commit() is not None
+    """The streaming job's path: old batches wait while their change is smaller than the history before
+    it, then a batch appended now publishes everything held."""
     warehouse = Warehouse(tmp_path / "warehouse")
-    assert [image.offset for image in published_images(warehouse)] == [0, len(records)]
-    for offset in range(len(records) + 1):
-        names = {topic.name for topic in image_at_offset(warehouse, offset).to_image().topics.by_id.values()}
-        old_topics = {f"t{n}" for n in range(min(offset, len(records) - 1))}  # t{n} at offset n + 1
-        assert names == old_topics | ({"now"} if offset == len(records) else set())
+    pipeline = MetadataPipeline(warehouse, coalesce_backlog=True)
+    old = int(time.time() * 1000) - 10 * CATCH_UP_LAG_MS
+    first: list[object] = [mt.FeatureLevelRecord(name="metadata.version", feature_level=21)]
+    first += [mt.TopicRecord(name=f"early{n}", topic_id=topic_id_of(f"early{n}")) for n in range(10)]
+    pipeline.load(make_batch(0, 1, old, first))
+    assert pipeline.commit() is not None  # nothing written before: the first image goes at once
+    for n in range(4):  # 4 row versions < the 11 written
+        topic = mt.TopicRecord(name=f"t{n}", topic_id=topic_id_of(f"t{n}"))
+        pipeline.load(make_batch(len(first) + n, 1, old + n, [topic]))
+        assert pipeline.commit() is None
+    now = len(first) + 4
+    recent = mt.TopicRecord(name="now", topic_id=topic_id_of("now"))
+    pipeline.load(make_batch(now, 1, int(time.time() * 1000), [recent]))
+    assert pipeline.commit() is not None
+    assert [image.offset for image in published_images(warehouse)] == [len(first) - 1, now]
+    for offset in range(len(first) - 1, now + 1):
+        names = {t.name for t in image_at_offset(warehouse, offset).to_image().topics.by_id.values()}
+        held = {f"t{n}" for n in range(offset - len(first) + 1) if n < 4}  # t{n} at offset len(first) + n
+        assert names == {f"early{n}" for n in range(10)} | held | ({"now"} if offset == now else set()), offset
 
 
 def test_current_tables_rewritten_whole_hold_the_last_image(caught_up: tuple[Path, Warehouse]) -> None:
