@@ -100,6 +100,34 @@ table's Delta checkpoint held 35,198 removes next to 1,024 adds, 3.9 MB, written
 hence 5 minutes of removed-file retention on the current tables. Time travel at 1M (checkpoint of 798k rows
 plus 226k history rows): reading them (cold) 1.6 s + 0.4 s at load 5; applying the changes 0.6-0.9 s (was
 1.5-2.5 s sorting and taking every column).
+
+Issue 21 (2026-11-25, 03:50-05:00 UTC), measured with /usr/bin/time on the shared 2-core machine while four
+other engineers ran JVMs and test suites: load average 11 to 48 throughout, so wall times were 3-10x the CPU
+times and CPU (user + sys) is the comparable figure. The log: bench_jobs's 1M bootstrap as one 127 MB
+segment, 1,100,013 offsets.
+
+| command (CPU: user + sys) | before | after |
+|---|---:|---:|
+| `image --at-offset LAST --json`, 580 MB | 70-221 s wall, 6.3 GB RSS | 2.4-2.6 + 1.2-3.6 s |
+| `image --table partitions`, 1M lines | 13.0 + 2.5 s (old code in-process) | 2.1-2.4 + 2.4-2.8 s |
+| `changes --from 0 --to 100000`, 100k lines | 3.16 + 0.64 s | 1.04 + 0.89 s |
+| `replay DIR --json`, 580 MB | 51.8 s wall (reported) | 11.2 + 2.6 s |
+| `ingest DIR --warehouse W` | 512 of ~1,100 images in 11 min, 8.2 GB (reported) | 57.3 + 7.6 s, 289 MB |
+
+Each output is byte for byte the old one (`cmp`; `replay --json` against the old `image --json`). Wall times
+of the "after" column at load 11-48: `image --json` 14-41 s (1.1-1.4 GB RSS), `ingest` 591 s (11 images).
+
+Where `image --json` went: 85 s of Python dicts (`to_image`, `plain`) and `json`'s pure-Python indenting
+encoder; after: text straight from the Arrow columns, ~1.6 s CPU for the topics section in two threads.
+Arrow's default allocator (mimalloc) handed freed buffers back to the OS between slices: 3.3-4.8 s of system
+time against 1.2-1.8 s with jemalloc, which the CLI now selects.
+
+Ingest, profiled (cProfile, 100k partitions, old defaults): 94 s, of which compaction of the current tables
+35 s, merges 28 s, appends 7 s, replay and decode 8 s. Tried first: hold backlog images 30 s of wall time:
+6 images at load 14-22 (113 s CPU, 342 MB), 16 at load 25-37 once whole-table rewrites replaced merges
+(153 s CPU, 774 MB: the hold followed the load, not the work); profiled at 13 images: compaction 97 s,
+merges 60 s. Kept: images held until their change is as big as the history before it (geometric steps) and
+a whole-table overwrite for an image changing at least half a table.
 """
 
 
