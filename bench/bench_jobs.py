@@ -45,6 +45,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from deltalake import DeltaTable
 
 from bench import row
+from image_schema.canonical import canonical_json
 from image_schema.changes import ChangeRecorder
 from jobs.kafka_topic import collect_messages
 from jobs.materialize import MaterializeConfig, MicroBatchWriter, decode_messages, local_spark
@@ -57,7 +58,6 @@ from lake.warehouse import IMAGES, Warehouse
 from records import RecordBatch, encode_batch, make_batch, wire
 from records import metadata_types as mt
 from records.topic import MAX_MESSAGE_BYTES, message_value
-from replay.canonical import canonical_json
 from replay.loader import BatchLoader
 from replay.log_replay import cut_batches
 

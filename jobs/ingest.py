@@ -20,7 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path)
     parser.add_argument("--warehouse", required=True, help="a local path or an object-store URI")
-    parser.add_argument("--image-every", type=int, default=1000)
+    parser.add_argument("--image-every", type=int,
+                        help="publish an image every this many offsets (default: as `kraftlake ingest`)")
     args = parser.parse_args(argv)
     result = ingest(
         args.directory, Warehouse(args.warehouse), image_every=args.image_every, progress=terminal_progress()

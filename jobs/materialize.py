@@ -51,6 +51,7 @@ class MaterializeConfig:
     available_now: bool = False
     max_offsets_per_trigger: int | None = None
     idle_publish_seconds: float = 0.0  # hold offset-only images this long (see lake.pipeline); 0: never
+    coalesce_backlog: bool = False  # hold images of a backlog (see lake.pipeline)
     storage_options: tuple[tuple[str, str], ...] = ()  # for the warehouse; delta-rs reads AWS_* besides
     kafka_options: tuple[tuple[str, str], ...] = ()  # Kafka client options (Java names), Spark's `kafka.X`
 
@@ -137,6 +138,7 @@ class MicroBatchWriter:
             open_warehouse(self.config.warehouse, self.config.storage_options),
             hold_gaps=True,
             idle_publish_ms=int(self.config.idle_publish_seconds * 1000),
+            coalesce_backlog=self.config.coalesce_backlog,
         )
         self._catch_up(pipeline, before_kafka_offset)
         return pipeline
@@ -271,6 +273,9 @@ def parse_args(argv: list[str] | None) -> MaterializeConfig:
     parser.add_argument("--max-offsets-per-trigger", type=int)
     parser.add_argument("--idle-publish-seconds", type=float, default=10.0,
                         help="an image that only moves offsets waits up to this long (0: publish every trigger)")
+    parser.add_argument("--coalesce-backlog", action=argparse.BooleanOptionalAction, default=True,
+                        help="while the job is behind (batches older than a minute), images wait until their "
+                             "change is as big as the history before it")
     parser.add_argument("--storage-option", dest="storage_options", action="append", type=storage_option,
                         default=[], metavar="KEY=VALUE", help="a delta-rs storage option for the warehouse")
     parser.add_argument("--kafka-option", dest="kafka_options", action="append", type=storage_option, default=[],

@@ -7,6 +7,7 @@ the batch holding each offset. A version is valid from its `from_offset` until t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,11 +16,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from image_schema.json_text import JSON_LINES, TEXT, concat, objects_text, values_text
 from image_schema.tables import TABLES
 from lake.time_travel import TimeTravelError, last_published_offset
 from lake.warehouse import BATCHES, Warehouse, history_name, history_schema
 
 Filter = list[tuple[str, str, Any]]
+_ROW = "__kraftlake_row"
 
 
 class UnknownKeyError(ValueError):
@@ -150,24 +153,75 @@ class _HistoryReader:
         return self.history.to_pyarrow_table(columns=columns, filters=pushed)
 
 
+CHANGES = ("insert", "update", "delete")
+
+
+@dataclass(frozen=True)
+class _Diff:
+    """History rows in offset order, each compared with its key's previous version: a row is a change
+    (`kept`: not the deletion of a key that had no row), `change` indexes CHANGES, and `listed` says per
+    value column whether the change shows it: every column of an insert, the non-null ones of a delete,
+    those whose value differs of an update. Computed over whole columns (100k changed rows: a Python loop
+    over dicts took ~1.5 s of the 3.8 s of `kraftlake changes`)."""
+
+    rows: pa.Table
+    previous: np.ndarray  # the row of the key's previous version, -1: none
+    kept: np.ndarray
+    change: np.ndarray
+    listed: dict[str, np.ndarray]
+    texts: dict[str, pa.Array]  # each value column's JSON text, as `json.dumps` writes it
+
+
+def _diff(rows: pa.Table, key: Sequence[str]) -> _Diff:
+    ordered = rows.sort_by("from_offset")  # stable: the order of the versions at one offset is kept
+    count = ordered.num_rows
+    previous = _previous_versions(ordered, key)
+    deleted = ordered["deleted"].to_numpy(zero_copy_only=False).astype(bool)
+    had = np.zeros(count, dtype=bool)
+    had[previous >= 0] = ~deleted[previous[previous >= 0]]
+    change = np.where(~had, 0, np.where(deleted, 2, 1))
+    at_previous = pa.array(np.maximum(previous, 0))
+    values = [c for c in ordered.column_names if c not in key and c not in ("from_offset", "deleted")]
+    texts = {column: values_text(ordered[column], JSON_LINES, 0) for column in values}
+    listed = {}
+    for column in values:
+        differs = pc.not_equal(texts[column], texts[column].take(at_previous)).to_numpy(zero_copy_only=False)
+        was_set = pc.is_valid(ordered[column]).to_numpy(zero_copy_only=False)[np.maximum(previous, 0)]
+        listed[column] = np.where(change == 0, True, np.where(change == 2, was_set, differs))
+    return _Diff(ordered, previous, had | ~deleted, change, listed, texts)
+
+
+def _previous_versions(ordered: pa.Table, key: Sequence[str]) -> np.ndarray:
+    """For each row, the row of the same key's version just before it (-1: the key's first)."""
+    count = ordered.num_rows
+    previous = np.full(count, -1, dtype=np.int64)
+    if count < 2:
+        return previous
+    numbered = ordered.select(list(key)).append_column(_ROW, pa.array(np.arange(count)))
+    by_key = pc.sort_indices(numbered, [(column, "ascending") for column in (*key, _ROW)]).to_numpy()
+    same = np.ones(count - 1, dtype=bool)
+    for column in key:
+        values = ordered[column].take(pa.array(by_key))
+        later, earlier = values.slice(1), values.slice(0, count - 1)
+        equal = pc.fill_null(pc.equal(later, earlier), False)
+        both_null = pc.and_(pc.is_null(later), pc.is_null(earlier))
+        same &= pc.or_(equal, both_null).to_numpy(zero_copy_only=False)
+    previous[by_key[1:][same]] = by_key[:-1][same]
+    return previous
+
+
 def _versions(rows: pa.Table, key: Sequence[str]) -> list[tuple[int, str, dict, dict, dict]]:
     """(offset, change, key, before, after) per row version, compared with the same key's previous one."""
-    previous: dict[tuple, dict[str, Any] | None] = {}
+    diff = _diff(rows, key)
+    values = diff.rows.drop_columns(["from_offset", "deleted"]).to_pylist()
+    offsets = diff.rows["from_offset"].to_pylist()
     result = []
-    for row in rows.sort_by("from_offset").to_pylist():
-        offset, deleted = row.pop("from_offset"), row.pop("deleted")
-        row_key = {column: row[column] for column in key}
-        values = {column: value for column, value in row.items() if column not in key}
-        before = previous.get(tuple(row_key.values()))
-        after = None if deleted else values
-        previous[tuple(row_key.values())] = after
-        if before is None and after is None:
-            continue
-        change = "insert" if before is None else "delete" if after is None else "update"
-        old, new = before or {}, after or {}
-        changed = list(values) if before is None else [c for c in values if old.get(c) != new.get(c)]
-        result.append((offset, change, row_key, {c: old.get(c) for c in changed if before is not None},
-                       {c: new.get(c) for c in changed if after is not None}))
+    for row in np.flatnonzero(diff.kept):
+        change, previous = diff.change[row], diff.previous[row]
+        shown = [column for column, listed in diff.listed.items() if listed[row]]
+        before = {c: values[previous][c] for c in shown} if change != 0 else {}
+        after = {c: values[row][c] for c in shown} if change != 2 else {}
+        result.append((offsets[row], CHANGES[change], {c: values[row][c] for c in key}, before, after))
     return result
 
 
@@ -197,16 +251,34 @@ def offset_at_time(warehouse: Warehouse, time_ms: int) -> int:
     return int(pc.max(found.column("last_offset")).as_py()) if found.num_rows else -1
 
 
-def previous_versions(warehouse: Warehouse, table: str, changes: pa.Table) -> list[dict[str, Any]]:
-    """`changes` (history rows of `table`, as `changes_between` returns them) as offset / change / key /
-    before / after, each compared with the same key's version before it (read from the history too)."""
+def change_lines(warehouse: Warehouse, table: str, changes: pa.Table) -> pa.Array:
+    """`changes` (history rows of `table`, as `changes_between` returns them) as JSON lines of table /
+    offset / change / key / before / after, each compared with the same key's version before it (read from
+    the history too), written from the columns (`kraftlake changes`)."""
     key = TABLES[table].key
-    offsets = set(changes.column("from_offset").to_pylist())
-    wanted = sorted(set(changes.column(key[0]).to_pylist()))
-    rows = history_rows(warehouse, table, [[(key[0], "in", wanted), ("from_offset", "<=", max(offsets))]])
-    keys = {tuple(row) for row in zip(*(changes.column(c).to_pylist() for c in key), strict=True)}
-    return [
-        {"offset": offset, "change": change, "key": row_key, "before": before, "after": after}
-        for offset, change, row_key, before, after in _versions(rows, key)
-        if offset in offsets and tuple(row_key.values()) in keys
-    ]
+    wanted = pc.unique(changes[key[0]]).to_pylist()
+    last = pc.max(changes["from_offset"]).as_py()
+    diff = _diff(history_rows(warehouse, table, [[(key[0], "in", wanted), ("from_offset", "<=", last)]]), key)
+    shown = diff.kept & pc.is_in(diff.rows["from_offset"], changes["from_offset"]).to_numpy(zero_copy_only=False)
+    rows = pa.array(np.flatnonzero(shown))
+    change = diff.change[shown]
+    previous = pa.array(np.maximum(diff.previous[shown], 0))
+    before = _members({c: diff.texts[c].take(previous) for c in diff.texts},
+                      {c: listed[shown] & (change != 0) for c, listed in diff.listed.items()})
+    after = _members({c: diff.texts[c].take(rows) for c in diff.texts},
+                     {c: listed[shown] & (change != 2) for c, listed in diff.listed.items()})
+    keys = objects_text({c: diff.rows[c].take(rows) for c in key}, JSON_LINES, 0)
+    kind = pa.array(np.array(CHANGES, dtype=object)[change], TEXT)
+    return concat('{"after": ', after, ', "before": ', before, ', "change": "', kind, '", "key": ', keys,
+                  ', "offset": ', pc.cast(diff.rows["from_offset"].take(rows), TEXT), ", \"table\": ",
+                  json.dumps(table), "}\n")
+
+
+def _members(texts: dict[str, pa.Array], shown: dict[str, np.ndarray]) -> pa.Array:
+    """A JSON object per row holding the columns `shown` for that row (keys sorted, json.dumps' spacing)."""
+    parts: list[Any] = []
+    for column in sorted(texts):
+        member = concat(f", {json.dumps(column)}: ", texts[column])
+        parts.append(pc.if_else(pa.array(shown[column]), member, pa.scalar("", TEXT)))
+    body = concat(*parts) if parts else pa.array([""] * len(next(iter(shown.values()), [])), TEXT)
+    return concat("{", pc.utf8_slice_codeunits(body, 2), "}")  # every member starts with ", "

@@ -1,10 +1,15 @@
 """Ingest a real cluster's metadata directory (`__cluster_metadata-0`) into a warehouse.
 
 History starts at the earliest point the files hold: offset 0 when the log is whole, else the earliest
-snapshot the log continues from. An image is published every `image_every` offsets and at the end; every
-offset in between stays exact through the history tables. Replay is sequential by nature (offset order),
-so the work happens in this one process: Spark is not needed to write, only to query. Rerunning after a
-crash (or on a longer copy of the same log) completes the warehouse without duplicating anything.
+snapshot the log continues from. Every offset stays exact through the history tables whatever the images.
+By default a log appended more than a minute ago is a backlog and takes the pipeline's catch-up path: images
+at geometric steps of the history written (and at the end) instead of every `DEFAULT_IMAGE_EVERY` offsets,
+as each image of a bootstrap rewrites most of the current tables (1M partitions: 512 of ~1,100 images in 11
+minutes and 8.2 GB on disk). With `image_every` set, an image is
+published every `image_every` offsets exactly (as short triggers of the streaming job do) and at the end.
+Replay is sequential by nature (offset order), so the work happens in this one process: Spark is not needed
+to write, only to query. Rerunning after a crash (or on a longer copy of the same log) completes the warehouse
+without duplicating anything.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from records.files import LogReader, read_snapshot
 from replay.log_replay import history_sources
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
+DEFAULT_IMAGE_EVERY = 1000  # offsets between commits when `image_every` is not set (images wait while catching up)
 
 
 @dataclass(frozen=True)
@@ -35,13 +41,14 @@ def ingest(
     directory: Path,
     warehouse: Warehouse,
     *,
-    image_every: int = 1000,
+    image_every: int | None = None,
     progress: Progress | None = None,
     policy: MaintenancePolicy | None = None,
 ) -> IngestResult:
-    """Publish an image at least every `image_every` offsets (as short triggers of the streaming job do)."""
+    """Publish an image every `image_every` offsets (None: catch up, see above) and at the end."""
+    pipeline = MetadataPipeline(warehouse, coalesce_backlog=image_every is None, policy=policy)
     with paused_collector():
-        return _ingest(directory, MetadataPipeline(warehouse, policy=policy), image_every, progress)
+        return _ingest(directory, pipeline, image_every or DEFAULT_IMAGE_EVERY, progress)
 
 
 def _ingest(directory: Path, pipeline: MetadataPipeline, image_every: int, progress: Progress | None) -> IngestResult:
@@ -71,6 +78,7 @@ def _ingest(directory: Path, pipeline: MetadataPipeline, image_every: int, progr
         if progress is not None:
             progress(done, total)
     published += pipeline.commit() is not None
+    published += pipeline.flush() is not None  # an image held while catching up
     return IngestResult(-1 if first_offset is None else first_offset, pipeline.loaded_offset, published)
 
 

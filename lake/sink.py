@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -55,6 +56,7 @@ from records import RecordBatch
 from replay.image import MetadataImage, Provenance
 
 DELETED = "_deleted"
+WriteMode = Literal["append", "overwrite"]
 REOPEN_EVERY_COMMITS = 100
 SWEEP_EVERY_IMAGES = 100  # then every table no image wrote since the last sweep gets its small files merged
 PRUNE_EVERY_COMMITS = 10  # one listing of the `_delta_log` (about 120 entries)
@@ -93,6 +95,7 @@ class TableWrite:
     provenance: Provenance
     failpoint: str  # passed right after this commit
     merge: bool = False
+    overwrite: bool = False  # `data` is the table's every row
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,7 @@ class DeltaSink:
         self._through: dict[str, int] = {}
         self._buckets: dict[str, int] = {}  # bucket count of each current table that holds files
         self._written_since_sweep: set[str] = set()
+        self._image_tables: tuple[int, dict[str, pa.Table]] = (-1, {})  # see _image_table
         self._images_since_sweep = 0
         self._history_rows = self._last_image_history_rows()
         self._checkpoint = self._last_checkpoint()
@@ -151,6 +155,11 @@ class DeltaSink:
             },
             app_transactions=[Transaction(self._txn_id(name), offset)],
         )
+
+    @property
+    def history_rows(self) -> int:
+        """History rows written through the last image, all tables."""
+        return self._history_rows
 
     def last_published(self) -> int:
         return self.written_through(IMAGES)
@@ -190,7 +199,7 @@ class DeltaSink:
         for version in versions:
             by_table.setdefault(version.table, []).append(version)
         for table, table_versions in by_table.items():
-            writes.extend(self._table_writes(table, table_versions, image.provenance))
+            writes.extend(self._table_writes(table, table_versions, image))
         return writes
 
     def commit(self, image: PublishedImage | None, writes: Sequence[TableWrite], row_versions: int = 0) -> bool:
@@ -200,7 +209,8 @@ class DeltaSink:
             if write.merge:
                 self._merge(write)
             else:
-                self._append(write.table, write.data, write.offset, write.provenance)
+                mode: WriteMode = "overwrite" if write.overwrite else "append"
+                self._append(write.table, write.data, write.offset, write.provenance, mode)
             failpoint(write.failpoint)
         published = False
         if image is not None and image.provenance.offset > self.last_published():
@@ -225,11 +235,16 @@ class DeltaSink:
         return TableWrite(BATCHES, data, last.last_offset, provenance, "sink.after_batches")
 
     def _table_writes(
-        self, table: str, versions: Sequence[RowVersion], provenance: Provenance
+        self, table: str, versions: Sequence[RowVersion], image: PublishedImage
     ) -> Iterator[TableWrite]:
         """The history append and the current-rows merge of one table, from one Arrow table of its versions.
 
-        Each commit leaves out the versions its table already holds (a rerun after a crash between them)."""
+        Each commit leaves out the versions its table already holds (a rerun after a crash between them).
+        A change of at least half the table's rows (a backlog caught up in one image) rewrites it from the
+        image instead: a merge would read and rewrite nearly every bucket anyway, and new keys spread over
+        buckets that hold only old ones left a second file in each, so a compaction of the whole table
+        followed (1M-partition bootstrap: merges 60 s and compactions 97 s over 13 images, profiled)."""
+        provenance = image.provenance
         name = history_name(table)
         history_through, current_through = self.written_through(name), self.written_through(table)
         through = min(history_through, current_through)
@@ -248,7 +263,12 @@ class DeltaSink:
             return
         current = data if len(latest) == data.num_rows else data.take(latest)  # else: a key changed twice
         buckets = self._bucket_count(table)
-        if buckets is not None:
+        if buckets is not None and image.image is not None and self._mostly_changed(table, len(latest), buckets):
+            rows = self._image_table(image, table)
+            buckets = self._buckets[table] = buckets_for(rows.num_rows)
+            yield TableWrite(table, with_buckets(rows, table, buckets), provenance.offset, provenance,
+                             "sink.after_table", overwrite=True)
+        elif buckets is not None:
             source = current.drop_columns("from_offset").rename_columns([*spec.schema.names, DELETED])
             source = with_buckets(source, table, buckets)
             yield TableWrite(table, source, provenance.offset, provenance, "sink.after_table", merge=True)
@@ -259,6 +279,26 @@ class DeltaSink:
             buckets = self._buckets[table] = buckets_for(rows.num_rows)
             yield TableWrite(table, with_buckets(rows, table, buckets), provenance.offset, provenance,
                              "sink.after_table")
+
+    def _mostly_changed(self, table: str, changed: int, buckets: int) -> bool:
+        """Whether `changed` keys are at least half the current table's rows (read from its files' statistics
+        only when the bucket count allows it: a table of B buckets holds at least B * ROWS_PER_BUCKET /
+        SHRINK_BELOW rows)."""
+        if changed * 2 < buckets * ROWS_PER_BUCKET // SHRINK_BELOW:
+            return False
+        actions = pa.table(self._table(table).get_add_actions(flatten=True))
+        return changed * 2 >= int(pc.sum(actions["num_records"]).as_py() or 0)
+
+    def _image_table(self, image: PublishedImage, table: str) -> pa.Table:
+        """Every row of `table` in the image, as Arrow: built once per image (a rewrite and a checkpoint of
+        the same image share it)."""
+        offset, tables = self._image_tables
+        if offset != image.provenance.offset:
+            self._image_tables = (offset, tables) = (image.provenance.offset, {})
+        if table not in tables and image.image is not None:
+            spec = TABLES[table]
+            tables[table] = spec.arrow([row for _, row in spec.image_rows(image.image)])
+        return tables[table]
 
     def _bucket_count(self, table: str) -> int | None:
         """The bucket count of a current table, read from any of its files' bucket (None: it holds none)."""
@@ -312,14 +352,13 @@ class DeltaSink:
         if image.image is None or since < max(self.policy.checkpoint_min_rows, self._checkpoint.rows):
             return
         provenance, rows = image.provenance, 0
-        for table, spec in TABLES.items():
-            values = [row for _, row in spec.image_rows(image.image)]
-            rows += len(values)
+        for table in TABLES:
+            data = self._image_table(image, table)
+            rows += data.num_rows
             name = checkpoint_name(table)
-            if values and self.written_through(name) < provenance.offset:
-                data = spec.arrow(values)
-                data = data.append_column(CHECKPOINT_COLUMN, pa.array([provenance.offset] * len(values), pa.int64()))
-                self._append(name, data, provenance.offset, provenance)
+            if data.num_rows and self.written_through(name) < provenance.offset:
+                offsets = pa.array([provenance.offset] * data.num_rows, pa.int64())
+                self._append(name, data.append_column(CHECKPOINT_COLUMN, offsets), provenance.offset, provenance)
         failpoint("sink.before_checkpoint_row")
         state = CheckpointState(provenance.offset, self._history_rows, rows)
         data = pa.Table.from_pylist([state.__dict__], schema=CHECKPOINTS_SCHEMA)
@@ -368,10 +407,12 @@ class DeltaSink:
         """The tables an images row pins: every sub-image table, its history, and the batches."""
         return [*TABLES, *(history_name(t) for t in TABLES), BATCHES]
 
-    def _append(self, name: str, data: pa.Table, offset: int, provenance: Provenance) -> None:
+    def _append(
+        self, name: str, data: pa.Table, offset: int, provenance: Provenance, mode: WriteMode = "append"
+    ) -> None:
         table = self._table(name)
         write_deltalake(
-            table, data, mode="append", partition_by=partition_columns(name),
+            table, data, mode=mode, partition_by=partition_columns(name),
             commit_properties=self._commit(name, offset, provenance), writer_properties=writer_properties(),
         )
         self._committed(name, offset)

@@ -3,11 +3,14 @@
 Both `kraftlake replay --json` and the Delta time-travel reader print this form, so the two can be diffed
 byte for byte. Keys are sorted; maps keyed by ids are JSON objects keyed by the id as text; lists that are
 sets in Kafka (directories, endpoints) are sorted; replica lists keep their order (it means preference).
+
+This module gives every section as plain data except `topics`: a million partitions are written as text
+straight from their Arrow columns by `image_schema.canonical`, which assembles the document (and is where
+`canonical_json` lives).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from records.json_form import is_sensitive_config
@@ -19,12 +22,14 @@ from replay.delegation_tokens import DelegationToken
 from replay.fields import camel_case, plain
 from replay.image import MetadataImage, Provenance
 from replay.scram import MECHANISMS
-from replay.topics import PartitionRegistration, TopicImage
+from replay.topics import PartitionRegistration
 
 REDACTED = "[redacted]"
+TOPICS_SECTION = "topics"  # the section `image_schema.canonical` writes from the topics tables
 
 
-def image_to_canonical(image: MetadataImage) -> dict[str, Any]:
+def canonical_sections(image: MetadataImage) -> dict[str, Any]:
+    """Every top-level section of the canonical document but `topics`, as plain data."""
     return {
         "provenance": provenance_json(image.provenance),
         "features": {
@@ -33,7 +38,6 @@ def image_to_canonical(image: MetadataImage) -> dict[str, Any]:
         },
         "brokers": {str(k): broker_json(v) for k, v in image.cluster.brokers.items()},
         "controllers": {str(k): controller_json(v) for k, v in image.cluster.controllers.items()},
-        "topics": {topic.name: topic_json(topic) for topic in image.topics.by_id.values()},
         "configs": {
             f"{RESOURCE_TYPE_NAMES.get(resource.resource_type, resource.resource_type)}:{resource.resource_name}": {
                 name: config_value(name, value) for name, value in configs.items()
@@ -55,14 +59,6 @@ def image_to_canonical(image: MetadataImage) -> dict[str, Any]:
             "voters": {str(k): plain(v, camel_case) for k, v in image.voters.voters.items()},
         },
     }
-
-
-def canonical_json(image: MetadataImage, *, provenance: bool = True, indent: int | None = None) -> str:
-    """The canonical text; without `provenance` two images of the same state at different offsets match."""
-    document = image_to_canonical(image)
-    if not provenance:
-        del document["provenance"]
-    return json.dumps(document, sort_keys=True, indent=indent, separators=(",", ": ") if indent else (",", ":"))
 
 
 def provenance_json(provenance: Provenance) -> dict[str, Any]:
@@ -107,14 +103,8 @@ def controller_json(controller: ControllerRegistration) -> dict[str, Any]:
     return _registration_json(controller)
 
 
-def topic_json(topic: TopicImage) -> dict[str, Any]:
-    return {
-        "topicId": topic.topic_id,
-        "partitions": {str(pid): partition_json(p) for pid, p in topic.partitions.items()},
-    }
-
-
 def partition_json(partition: PartitionRegistration) -> dict[str, Any]:
+    """One partition as the admin API shows it (field names as in the canonical document)."""
     return plain(partition, camel_case)
 
 

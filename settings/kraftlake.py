@@ -32,6 +32,7 @@ class MaterializeSettings(BaseModel):
     trigger_seconds: float = 1.0
     max_offsets_per_trigger: int = 0  # 0: no per-trigger limit
     idle_publish_seconds: float = 10.0  # an offset-only image waits up to this long (see lake.pipeline)
+    coalesce_backlog: bool = True  # images of a backlog wait, at geometric steps (see lake.pipeline)
 
 
 class WarehouseSettings(BaseModel):

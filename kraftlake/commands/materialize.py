@@ -26,6 +26,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--max-offsets-per-trigger", type=int)
     parser.add_argument("--idle-publish-seconds", type=float,
                         help="an image that only moves offsets waits up to this long (0: publish every trigger)")
+    parser.add_argument("--coalesce-backlog", action=argparse.BooleanOptionalAction,
+                        help="while the job is behind (batches older than a minute), images wait until their "
+                             "change is as big as the history before it (default: [materialize])")
     parser.add_argument("--available-now", action="store_true", help="drain the topic, then stop")
     parser.set_defaults(handler=run)
 
@@ -55,6 +58,7 @@ def config_from(args: argparse.Namespace) -> Any:
         max_offsets_per_trigger=pick(args.max_offsets_per_trigger, job.max_offsets_per_trigger) or None,
         idle_publish_seconds=pick(args.idle_publish_seconds, job.idle_publish_seconds),
         kafka_options=tuple({**kafka.options, **parse_key_values(args.kafka_option, "--kafka-option")}.items()),
+        coalesce_backlog=pick(args.coalesce_backlog, job.coalesce_backlog),
     )
 
 

@@ -7,12 +7,13 @@ log dir holding it): then the latest snapshot ending at or before N+1 is loaded,
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from kraftlake.errors import UserFacingError
 from records.errors import RecordFormatError
-from replay.canonical import canonical_json, provenance_json
+from replay.canonical import provenance_json
 from replay.errors import ReplayError
 from replay.log_replay import ReplayResult, replay_paths
 
@@ -31,7 +32,11 @@ def run(args: argparse.Namespace) -> int:
     except (RecordFormatError, ReplayError) as error:
         raise UserFacingError(str(error)) from None
     if args.json:
-        print(canonical_json(result.image, indent=2))
+        from image_schema.canonical import image_chunks, write_chunks
+        from kraftlake.commands.warehouse import text_memory
+
+        text_memory()
+        write_chunks(image_chunks(result.image, indent=2), sys.stdout)
     else:
         print(summary(result))
     return 0

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from controller.publisher import PublisherConfig, PublishError, resume_offset
+from image_schema.canonical import canonical_json
 from kraftlake.cli import main
 from lake.time_travel import image_at_offset, published_images
 from lake.warehouse import Warehouse
 from records import decode_batch, read_batches
 from records.files import SnapshotId
 from records.topic import decode_key, encode_snapshot_key, snapshot_of
-from replay.canonical import canonical_json
 from replay.log_replay import replay_paths
 from tests.fixtures.broker import create_topic, produce
 from tests.jobs.metadata_topic import drain, topic_messages

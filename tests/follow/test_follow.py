@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from controller.publisher import PublisherConfig, read_tail
 from follow.client import ControllerConnection, Endpoint, Versions, parse_endpoints
 from follow.observer import FetchedSnapshot, Observer, ObserverConfig
+from image_schema.canonical import canonical_json
 from kraftlake.kafka_node import KafkaNode, free_ports, kafka_uuid
 from lake.time_travel import image_at_offset, published_images
 from lake.warehouse import Warehouse
@@ -31,7 +32,6 @@ from records.batch import read_header
 from records.errors import RecordFormatError
 from records.files import SnapshotId
 from records.topic import decode_key, ends_snapshot, snapshot_of, starts_snapshot
-from replay.canonical import canonical_json
 from replay.log_replay import replay_paths
 from settings.jars import jar_dir
 from tests.fixtures.broker import create_topic

@@ -19,6 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from image_schema.canonical import canonical_json
 from records import compression, framing
 from records.batch import RecordBatch, decode_batch, decode_batches, encode_batch, make_batch
 from records.control_types import CONTROL_VALUE_VERSION
@@ -27,7 +28,6 @@ from records.files import SnapshotId, read_snapshot
 from records.headers import LEADER_EPOCH_CHECKPOINT
 from records.json_form import message_to_json
 from records.topic import SNAPSHOT_KEY, decode_key, ends_snapshot, snapshot_of, starts_snapshot
-from replay.canonical import canonical_json
 from replay.errors import ReplayError
 from replay.loader import BatchLoader
 from replay.log_replay import replay_paths

@@ -28,11 +28,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from image_schema.canonical import canonical_json
 from records import RecordBatch
 from records import metadata_types as mt
 from records.files import LogReader
 from records.json_form import is_sensitive_config
-from replay.canonical import image_to_canonical
 from replay.image import EMPTY_IMAGE, SUB_IMAGES, MetadataImage
 from replay.loader import BatchLoader
 from replay.log_replay import METADATA_PARTITION_DIR, cut_batches, history_sources, replay_paths, replay_sources
@@ -170,8 +170,7 @@ def same_state(a: MetadataImage, b: MetadataImage) -> bool:
 
 
 def canonical(image: MetadataImage) -> dict[str, Any]:
-    document = image_to_canonical(image)
-    del document["provenance"]
+    document: dict[str, Any] = json.loads(canonical_json(image, provenance=False))
     return document
 
 

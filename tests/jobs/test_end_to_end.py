@@ -19,6 +19,7 @@ import pytest
 from brokersim.simulator import BrokerSimulator, SimulationConfig
 from controller.admin_client import AdminClient, AdminError
 from controller.controller import MID_TRANSACTION_FAILPOINT
+from image_schema.canonical import canonical_json
 from kraftlake.local_cluster import LocalCluster
 from lake.time_travel import image_at_offset, published_images
 from lake.warehouse import Warehouse
@@ -26,7 +27,6 @@ from raft.config import load_config
 from raft.voters import default_directory_id
 from records import MetadataLogDir
 from records import metadata_types as mt
-from replay.canonical import canonical_json
 from replay.log_replay import replay_paths
 
 

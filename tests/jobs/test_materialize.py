@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
+from image_schema.canonical import canonical_json
 from jobs.materialize import MaterializeConfig, MaterializeError, run
 from lake.pipeline import MetadataPipeline
 from lake.time_travel import changes_between, image_at_offset, published_images
 from lake.warehouse import Warehouse
 from records import RecordBatch, make_batch, read_batches
 from records import metadata_types as mt
-from replay.canonical import canonical_json
 from replay.errors import ReplayError
 from replay.log_replay import replay_paths
 from tests.fixtures.broker import create_topic, produce

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from image_schema.json_text import buffer_of
 from image_schema.tables import TABLES
-from lake.history import UnknownKeyError, Version, key_history, offset_times
+from lake.history import UnknownKeyError, Version, change_lines, key_history, offset_times
 from lake.ingest import ingest
+from lake.time_travel import changes_between, image_at_offset, last_published_offset
 from lake.warehouse import Warehouse
 from records import read_batches
 from replay.loader import BatchLoader
@@ -87,3 +90,34 @@ def test_unknown_keys_are_named(warehouse: Warehouse) -> None:
         key_history(warehouse, "partitions", "7")
     with pytest.raises(UnknownKeyError, match="expected a broker id"):
         key_history(warehouse, "brokers", "one")
+
+
+def test_changes_lines_equal_the_images_either_side(warehouse: Warehouse) -> None:
+    """`kraftlake changes`' lines (written from columns) against time travel: each line's `before` and
+    `after` are the key's row in the images at offset - 1 and at offset, the changed columns only, and
+    the lines are exactly the history rows of the window."""
+    changes = changes_between(warehouse, 2, last_published_offset(warehouse))
+    seen, kinds = 0, set()
+    for name, table in changes.items():
+        if not table.num_rows:
+            continue
+        key = TABLES[name].key
+        lines = [json.loads(line) for line in buffer_of(change_lines(warehouse, name, table)).tobytes().splitlines()]
+        assert sorted(line["offset"] for line in lines) == sorted(table["from_offset"].to_pylist())
+        for line in lines[:: max(1, len(lines) // 15)]:
+            seen += 1
+            rows = [_row_at(warehouse, name, key, line["key"], line["offset"] - d) for d in (1, 0)]
+            old, new = rows
+            columns = [c for c in (new or old or {}) if c not in key]
+            shown = [c for c in columns if (old or {}).get(c) != (new or {}).get(c)] if old and new else \
+                [c for c in columns if (old or new or {}).get(c) is not None or new]
+            assert line["change"] == ("insert" if old is None else "delete" if new is None else "update")
+            kinds.add(line["change"])
+            assert line["before"] == ({c: old[c] for c in shown} if old else {}), line
+            assert line["after"] == ({c: new[c] for c in shown} if new else {}), line
+    assert seen >= 10 and {"insert", "update"} <= kinds
+
+
+def _row_at(warehouse: Warehouse, table: str, key: tuple[str, ...], values: dict, offset: int) -> dict | None:
+    rows = image_at_offset(warehouse, offset).tables[table].to_pylist()
+    return next((row for row in rows if all(row[c] == values[c] for c in key)), None)

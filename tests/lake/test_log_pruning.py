@@ -12,13 +12,13 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from deltalake import DeltaTable, write_deltalake
 
+from image_schema.canonical import canonical_json
 from lake.maintenance import KEEP_LOG_VERSIONS, prune_log
 from lake.pipeline import MetadataPipeline
 from lake.time_travel import image_at_offset
 from lake.warehouse import TABLE_PROPERTIES, Warehouse, all_tables
 from records import RecordBatch, make_batch, wire
 from records import metadata_types as mt
-from replay.canonical import canonical_json
 from replay.image import MetadataImage
 from replay.loader import BatchLoader
 from tests.fixtures.s3 import S3Store

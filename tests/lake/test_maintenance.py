@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
+from image_schema.canonical import canonical_json
 from lake.ingest import ingest
 from lake.maintenance import MaintenancePolicy, maintain
 from lake.time_travel import image_at_offset
 from lake.warehouse import CHECKPOINTS, Warehouse, all_tables
-from replay.canonical import canonical_json
 from replay.log_replay import replay_paths
 from tests.lake.test_ingest import SAMPLE_DIRS, _offsets_to_check
 

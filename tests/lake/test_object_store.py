@@ -8,11 +8,11 @@ import sys
 import uuid
 from pathlib import Path
 
+from image_schema.canonical import canonical_json
 from lake.ingest import ingest
 from lake.maintenance import MaintenancePolicy
 from lake.time_travel import image_at_offset, last_published_offset
 from lake.warehouse import Warehouse
-from replay.canonical import canonical_json
 from replay.log_replay import replay_paths
 from tests.fixtures.s3 import S3Store
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from image_schema.canonical import canonical_json
 from records import RecordBatch, SnapshotId, encode_batch, make_batch
 from records.control_types import LeaderChangeMessage
-from replay.canonical import canonical_json
 from replay.errors import ReplayError
 from replay.image import Provenance
 from replay.loader import BatchLoader, TransactionState

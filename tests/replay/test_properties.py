@@ -19,10 +19,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from image_schema.canonical import canonical_json
 from records import RecordBatch, encode_batch, make_batch
 from records import metadata_types as mt
 from records.control_types import LeaderChangeMessage
-from replay.canonical import canonical_json
 from replay.image import MetadataImage
 from replay.loader import BatchLoader
 from replay.log_replay import cut_batches, replay_paths

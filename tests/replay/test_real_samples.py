@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from image_schema.canonical import canonical_json
 from records import RecordBatch, read_batches, read_snapshot, snapshot_id
 from records import metadata_types as mt
-from replay.canonical import canonical_json
 from replay.delta import QUORUM_CONTROL_TYPES
 from replay.image import EMPTY_IMAGE, MetadataImage
 from replay.loader import BatchLoader

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from image_schema.canonical import canonical_json
 from records import RecordBatch, SnapshotId, encode_batch
 from records import metadata_types as mt
 from records.control_types import SnapshotFooterRecord, SnapshotHeaderRecord
-from replay.canonical import canonical_json
 from replay.errors import ReplayError
 from replay.image import MetadataImage, Provenance
 from replay.loader import BatchLoader, TransactionState

@@ -8,7 +8,7 @@ from image_schema.changes import ChangeRecorder, RowVersion
 from image_schema.tables import TABLES
 from records import SnapshotId
 from records.snapshot_file import snapshot_batches as file_batches
-from replay.canonical import image_to_canonical
+from replay.canonical import canonical_sections
 from replay.loader import BatchLoader
 from replay.voters import QuorumVoter, VoterEndpoint
 from replay.writer import image_records, snapshot_batches
@@ -90,7 +90,7 @@ def test_a_snapshot_carries_the_quorum_state_and_one_without_drops_it() -> None:
     fresh = BatchLoader(Recorder())
     fresh.load_snapshot(written, SnapshotId(4, 1))
     assert fresh.image.voters == loader.image.voters
-    assert image_to_canonical(fresh.image)["quorum"] == image_to_canonical(loader.image)["quorum"] == {
+    assert canonical_sections(fresh.image)["quorum"] == canonical_sections(loader.image)["quorum"] == {
         "kraftVersion": 1,
         "voters": {str(n): {"voterId": n, "directoryId": uuid(400 + n),
                             "endpoints": [{"name": "CONTROLLER", "host": f"c{n}", "port": 9093}],

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from image_schema.canonical import canonical_json
 from records import decode_batch, encode_batch, make_batch
 from records import metadata_types as mt
-from replay.canonical import canonical_json
 from replay.features import FeaturesImage
 from replay.image import EMPTY_IMAGE, MetadataImage
 from replay.writer import image_records, quorum_records

@@ -1,12 +1,19 @@
 """The canonical image JSON: deterministic whatever order built the image, sorted keys, provenance on
-request, secrets never printed, replica order kept."""
+request, secrets never printed, replica order kept; the text written from Arrow columns is the text `json`
+writes for the same document, and the topics section holds exactly the image's partitions."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+
+from image_schema import canonical
+from image_schema.canonical import canonical_json
 from records import metadata_types as mt
-from replay.canonical import REDACTED, canonical_json
+from replay.canonical import REDACTED
+from replay.fields import camel_case
+from replay.image import MetadataImage
 from tests.replay.builders import MV, P, T, apply_records, rich_records
 
 
@@ -74,3 +81,45 @@ def test_every_sub_image_appears() -> None:
                                          "scramCredentials", "delegationTokens"))
     assert document["clientQuotas"] == {"user=alice": {"consumer_byte_rate": 2048.0}}
     assert document["brokers"]["1"]["fenced"] is False
+
+
+def _awkward_image() -> MetadataImage:
+    """Topics out of name order, one without partitions, one with 12 (ids sort as text: "10" < "2"), a name
+    json must escape, lists empty and not, on top of every other sub-image."""
+    records = [*rich_records(), T("zeta"), T("alpha"), T("empty"), T("caf\u00e9 \"quoted\"")]
+    records += [P("zeta", n, (n % 3, (n + 1) % 3), isr=(n % 3,), leader=n % 3) for n in range(12)]
+    records += [P("alpha", 0, (2, 1, 0)), P("caf\u00e9 \"quoted\"", 0, (1,), isr=(), leader=-1)]
+    return apply_records(records, offset=42)
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_the_text_is_what_json_writes_for_it(indent: int | None) -> None:
+    text = canonical_json(_awkward_image(), indent=indent)
+    separators = (",", ": ") if indent else (",", ":")
+    assert text == json.dumps(json.loads(text), sort_keys=True, indent=indent, separators=separators)
+
+
+def test_the_topics_section_holds_every_partition_field() -> None:
+    """The oracle: the image's own values, every PartitionRegistration field under its camelCase name."""
+    image = _awkward_image()
+    expected = {
+        topic.name: {
+            "topicId": topic.topic_id,
+            "partitions": {str(pid): {camel_case(field): list(value) if isinstance(value, tuple) else value
+                                      for field, value in partition._asdict().items()}
+                           for pid, partition in topic.partitions.items()},
+        }
+        for topic in image.topics.by_id.values()
+    }
+    assert json.loads(canonical_json(image, indent=2))["topics"] == expected
+    assert expected["empty"]["partitions"] == {} and len(expected["zeta"]["partitions"]) == 12
+
+
+def test_slices_written_on_several_threads_join_into_the_same_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    records = [MV(14), *(T(f"t{n:03d}") for n in range(40))]
+    records += [P(f"t{n:03d}", p) for n in range(40) for p in range(n % 4 + 1)]
+    image = apply_records(records)
+    whole = canonical_json(image, indent=2)
+    monkeypatch.setattr(canonical, "SLICE_ROWS", 7)
+    assert len(canonical._slices(canonical._by_name(canonical._tables(image)["partitions"]))) > 5
+    assert canonical_json(image, indent=2) == whole

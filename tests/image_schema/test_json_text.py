@@ -1,0 +1,50 @@
+"""JSON text written column by column from Arrow is, byte for byte, what `json.dumps` writes for the same
+values: every type a table holds, nulls, escapes, slices, on one line and indented at depth."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from image_schema.json_text import Layout, buffer_of, canonical_layout, objects_text, row_lines, values_text
+
+TABLE = pa.table({
+    "int": pa.array([1, None, -3, 2**40], pa.int64()),
+    "small": pa.array([1, 2, None, -128], pa.int8()),
+    "ints": pa.array([[1, 2], [], None, [7]], pa.list_(pa.int32())),
+    "text": ["plain", 'caf\u00e9 "quoted" \\ \n', None, ""],
+    "texts": [["a", "b"], [], None, ["tab\t"]],
+    "flag": [True, False, None, True],
+    "record": pa.array([{"z": 1, "y": ["p"]}, None, {"z": None, "y": []}, {"z": 2, "y": None}]),
+    "records": pa.array([[{"name": "a", "port": 1}], [], [{"name": "b", "port": None}, None], None]),
+    "real": [1.5, None, 2.0, -0.25],
+    "map": pa.array([[("k", 1)], [], None, [("a", 2), ("b", 3)]], pa.map_(pa.string(), pa.int64())),
+})
+
+
+@pytest.mark.parametrize("table", [TABLE, TABLE.slice(1), TABLE.slice(1, 2)], ids=["whole", "tail", "middle"])
+def test_rows_are_what_json_dumps_writes(table: pa.Table) -> None:
+    expected = "".join(json.dumps(row, sort_keys=True) + "\n" for row in table.to_pylist())
+    assert buffer_of(row_lines(table)).tobytes().decode() == expected
+
+
+@pytest.mark.parametrize("indent", [None, 2, 4])
+def test_objects_at_any_indent_are_what_json_dumps_writes(indent: int | None) -> None:
+    layout = canonical_layout(indent)
+    texts = objects_text({name: TABLE[name] for name in TABLE.column_names}, layout, 0).to_pylist()
+    for row, text in zip(TABLE.to_pylist(), texts, strict=True):
+        assert text == json.dumps(row, sort_keys=True, indent=indent,
+                                  separators=(layout.item_separator, layout.key_separator))
+
+
+def test_a_value_at_depth_continues_the_indentation_of_its_parent() -> None:
+    layout = Layout(2, ",", ": ")
+    text = values_text(TABLE["ints"], layout, 3).to_pylist()[0]
+    wrapped = json.dumps({"a": {"b": {"c": [1, 2]}}}, indent=2, separators=(",", ": "))
+    assert text in wrapped
+
+
+def test_no_rows_no_bytes() -> None:
+    assert buffer_of(row_lines(TABLE.slice(0, 0))).tobytes() == b""
