@@ -9,7 +9,7 @@ the history tables, `batches` and `images`, a merge by key for a current table, 
 transaction (delta-spark: `txnAppId`/`txnVersion`, as options of an append and as session settings of a
 merge). Only the writing is timed, not the replay. Each writer gets a fresh warehouse per run; medians of
 the runs ($KRAFTLAKE_BENCH_WRITER_RUNS, default 3) for the first image and of every small delta of every run
-($KRAFTLAKE_BENCH_WRITER_DELTAS per run, default 10). delta-spark runs in a local[2] session built by
+($KRAFTLAKE_BENCH_WRITER_DELTAS per run, default 4). delta-spark runs in a local[2] session built by
 `settings.spark`, warmed up by one run first (a JVM's first merge compiles a lot). The machine is shared:
 the load average is noted.
 """
@@ -157,7 +157,7 @@ def _check_same_rows(root: Path, name: str) -> None:
 
 def run() -> list[dict[str, Any]]:
     runs = int(os.environ.get("KRAFTLAKE_BENCH_WRITER_RUNS", "3"))
-    deltas = int(os.environ.get("KRAFTLAKE_BENCH_WRITER_DELTAS", "10"))
+    deltas = int(os.environ.get("KRAFTLAKE_BENCH_WRITER_DELTAS", "4"))
     spark = session_builder("kraftlake-bench-writers", "local[2]", {
         "spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
     }).getOrCreate()
