@@ -3,7 +3,7 @@ controller log: 100k topics of 10 partitions, RF 3, 6 brokers) plus 20k churn ba
 and leader moves, written by the same pipeline as `kraftlake ingest` (no broker, no Spark to write).
 
 (1) `under_replicated` (Spark SQL over `partitions_history`, local[2], the session `kraftlake summary` starts:
-C1-only JIT): register the views (Spark reads the Delta tables' Parquet files, as listed by delta-rs, when
+C1-only JIT): register the views (Spark reads the Delta tables with Delta's reader, delta-spark, when
 a query needs them) and compute the whole summary; median of 3, each with fresh views (the two parts are
 timed apart: the first run pays the JVM's warm-up). Goal: <= 30 s.
 (2) `key_history` of one partition (what `kraftlake history` runs, without the interpreter start): median of

@@ -30,7 +30,7 @@ from jobs.kafka_topic import KafkaTopicError, TopicMessage, collect_messages
 from jobs.store_errors import describe_store_error
 from lake.gc_pause import paused_collector
 from lake.pipeline import MetadataPipeline
-from lake.warehouse import Warehouse
+from lake.warehouse import Warehouse, WarehouseLayoutError
 from records import RecordBatch, SnapshotId, decode_batch
 from records.errors import RecordFormatError
 from records.topic import ends_snapshot, snapshot_of, starts_snapshot
@@ -105,7 +105,7 @@ class MicroBatchWriter:
                     return
                 self.pipeline = self._rebuilt(before_kafka_offset=messages[0][0])
             self._apply(self.pipeline, messages)
-        except (MaterializeError, ReplayError, KafkaTopicError) as error:
+        except (MaterializeError, ReplayError, KafkaTopicError, WarehouseLayoutError) as error:
             self.failure = str(error)
             raise
         except OSError as error:  # the store refused or could not be reached: nothing past this was published

@@ -331,6 +331,11 @@ class DeltaSink:
         self._committed(write.table, write.offset)
 
     def _append_image(self, image: PublishedImage) -> None:
+        write = self.image_write(image)
+        self._append(write.table, write.data, write.offset, write.provenance)
+
+    def image_write(self, image: PublishedImage) -> TableWrite:
+        """The `images` row of `image`, naming the tables' versions now: the commit that publishes it."""
         provenance = image.provenance
         versions = {name: self._table(name).version() for name in self.warehouse_tables()}
         row = {
@@ -343,7 +348,8 @@ class DeltaSink:
             "table_versions": list(versions.items()),
             "history_rows": self._history_rows,
         }
-        self._append(IMAGES, pa.Table.from_pylist([row], schema=IMAGES_SCHEMA), provenance.offset, provenance)
+        data = pa.Table.from_pylist([row], schema=IMAGES_SCHEMA)
+        return TableWrite(IMAGES, data, provenance.offset, provenance, "sink.after_image")
 
     def _checkpoint_if_due(self, image: PublishedImage) -> None:
         """Write every table's full rows at this image, then its `checkpoints` row, when the history since

@@ -94,8 +94,16 @@ TABLE_PROPERTIES = {
 }
 
 
+# The protocol kraftlake creates its tables with (delta-rs's default for these properties) and the only one it
+# writes: another writer may upgrade a table (delta-spark's `delta.enableDeletionVectors`, column mapping, ...)
+# to features delta-rs 1.6.6 cannot read or write (deletion vectors; `checkpointProtection`, which dropping a
+# feature leaves behind). OPTIMIZE and VACUUM by delta-spark keep it (tests/lake/test_delta_spark.py).
+PROTOCOL = (1, 2)  # (min reader version, min writer version), no table features
+
+
 class WarehouseLayoutError(Exception):
-    """A warehouse written by an older kraftlake, whose tables this one cannot write: rebuild it."""
+    """A warehouse whose tables this kraftlake cannot write: written by an older kraftlake, or upgraded by
+    another writer."""
 
 
 def buckets_for(rows: int) -> int:
@@ -231,7 +239,8 @@ class Warehouse:
     def create(self) -> None:
         """Create every missing table, empty (idempotent: a crash half-way is finished by the next call).
         `images` comes last, so a warehouse that `exists()` has all its tables. An existing table of an older
-        layout is refused (WarehouseLayoutError), before anything is written."""
+        layout, or one another writer upgraded past `PROTOCOL`, is refused (WarehouseLayoutError), before
+        anything is written."""
         if self.is_local:
             Path(self.uri).mkdir(parents=True, exist_ok=True)
         for name, schema in all_tables().items():
@@ -244,11 +253,28 @@ class Warehouse:
                     configuration=dict(TABLE_PROPERTIES),
                     storage_options=self._options(),
                 )
-            elif name in TABLES and self.table(name).metadata().partition_columns != partition_columns(name):
+                continue
+            table = self.table(name)
+            if name in TABLES and table.metadata().partition_columns != partition_columns(name):
                 raise WarehouseLayoutError(
                     f"{self.table_uri(name)} has no `bucket` partition: the warehouse {self.uri} was written by an "
                     "older kraftlake; rebuild it (ingest the log again into a new warehouse)"
                 )
+            _check_protocol(self.table_uri(name), table)
 
     def table(self, name: str, version: int | None = None) -> DeltaTable:
         return DeltaTable(self.table_uri(name), version=version, storage_options=self._options())
+
+
+def _check_protocol(uri: str, table: DeltaTable) -> None:
+    """Refuse a table another writer upgraded past `PROTOCOL`, naming what it enabled and the way back."""
+    protocol = table.protocol()
+    if (protocol.min_reader_version, protocol.min_writer_version) == PROTOCOL:
+        return
+    features = sorted({*(protocol.reader_features or []), *(protocol.writer_features or [])})
+    raise WarehouseLayoutError(
+        f"{uri}: another writer upgraded the table to Delta protocol reader {protocol.min_reader_version} / "
+        f"writer {protocol.min_writer_version} (features: {', '.join(features) or 'none'}), which kraftlake's "
+        f"writer (delta-rs) cannot keep; rebuild the warehouse (ingest or replay the log into a new one) and "
+        "leave its table features alone (OPTIMIZE and VACUUM are fine)"
+    )

@@ -24,13 +24,22 @@ from settings.jars import spark_conf
 # Its default, 50, is for logs of millions of actions; kraftlake prunes each log to about a hundred
 # versions, so 50 tasks a table mostly cost scheduling: `kraftlake sql` opens up to 30 tables.
 SNAPSHOT_PARTITIONS = "2"
+# delta-spark refuses `VERSION AS OF` a version older than the table's `delta.deletedFileRetentionDuration`
+# (5 minutes on kraftlake's tables, which keep tombstones short: lake/warehouse.py). The removed files stay
+# until `kraftlake maintain` vacuums them (an hour after their removal), so those versions are readable.
+TIME_TRAVEL_WITHIN_RETENTION = "false"
 _S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
 
 def session_conf() -> dict[str, str]:
-    """What every session sets: Delta's extension, catalog and jars, and Delta's state reconstruction sized
-    for kraftlake's short logs."""
-    return {**spark_conf(), "spark.databricks.delta.snapshotPartitions": SNAPSHOT_PARTITIONS}
+    """What every session sets: Delta's extension, catalog and jars, Delta's state reconstruction sized for
+    kraftlake's short logs, and `VERSION AS OF` allowed as far back as the files are kept."""
+    return {
+        **spark_conf(),
+        "spark.databricks.delta.snapshotPartitions": SNAPSHOT_PARTITIONS,
+        "spark.databricks.delta.vacuum.enforceTimeTravelWithinDeletedFileRetentionDuration":
+            TIME_TRAVEL_WITHIN_RETENTION,
+    }
 
 
 def session_builder(app_name: str, master: str | None = None, conf: Mapping[str, str] | None = None) -> Any:

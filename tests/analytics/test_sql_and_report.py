@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from lake.warehouse import BATCHES, Warehouse, history_name
 from tests.fixtures.s3 import S3Store
 
 SAMPLE = "Niloufar1171_LDI-POC"
+KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli"]
 BETWEEN_IMAGES = 3000  # images every 2000 offsets: this one is rebuilt from history
 
 
@@ -49,7 +52,7 @@ def rows_json(rows: list[Any]) -> list[str]:
                   for row in rows)
 
 
-@pytest.mark.parametrize("where", ["local", "s3"])  # Spark reads the Parquet files / delta-rs hands over Arrow
+@pytest.mark.parametrize("where", ["local", "s3"])  # Delta's reader, from a disk / through S3A
 def test_sql_counts_equal_the_arrow_api(spark, request: pytest.FixtureRequest, where: str) -> None:
     warehouse = request.getfixturevalue("warehouse" if where == "local" else "s3_warehouse")
     register_views(spark, warehouse, at_offset=BETWEEN_IMAGES)
@@ -113,3 +116,25 @@ def test_sql_and_summary_commands(spark, warehouse: Warehouse, capsys: pytest.Ca
     assert [(e["broker_id"], e["start_offset"], e["end_offset"], e["cause"]) for e in episodes] == [
         (1, 6, 9, "fenced"), (1, 4871, None, "controlled_shutdown")]
     assert main(["sql", "--warehouse", warehouse.uri, "SELECT nope FROM brokers"]) == 2
+
+
+def test_sql_command_reads_a_table_by_its_delta_path(warehouse: Warehouse) -> None:
+    """The CLI's own session (a fresh process) has Delta's reader: a table named by its path answers as
+    delta-rs counts it."""
+    query = f"SELECT count(*) AS n FROM delta.`{warehouse.uri}/partitions_history`"
+    done = subprocess.run([*KRAFTLAKE, "sql", "--warehouse", warehouse.uri, "--json", query],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == {"n": warehouse.table("partitions_history").to_pyarrow_table().num_rows}
+
+
+def test_sql_command_reads_an_s3_table_by_its_delta_rs_uri(
+    spark, s3_warehouse: Warehouse, capsys: pytest.CaptureFixture
+) -> None:
+    """`s3://` as delta-rs names it, the storage options as flags: Spark reads it through S3A."""
+    options = s3_warehouse.storage_options.items()
+    flags = [flag for key, value in options for flag in ("--storage-option", f"{key}={value}")]
+    query = f"SELECT count(*) AS n FROM delta.`{s3_warehouse.uri}/partitions_history`"
+    assert main(["sql", "--warehouse", s3_warehouse.uri, *flags, "--json", query]) == 0
+    expected = s3_warehouse.table("partitions_history").to_pyarrow_table().num_rows
+    assert json.loads(capsys.readouterr().out) == {"n": expected}
