@@ -1,4 +1,4 @@
-"""The metadata record types of Kafka 4.2 (`__cluster_metadata` data records), restated from the message
+"""The metadata record types of Kafka 4.4 (`__cluster_metadata` data records), restated from the message
 schemas of Apache Kafka (`metadata/src/main/resources/common/metadata/*Record.json` in its source tree).
 apiKeys 6, 13 and 16 were never written or were removed.
 
@@ -63,7 +63,7 @@ _UUIDS = Array(UUID)
 
 SCHEMAS: tuple[StructSchema, ...] = (
     _message(
-        "RegisterBrokerRecord", 0, 3,
+        "RegisterBrokerRecord", 0, 4,
         Field("BrokerId", INT32),
         Field("IsMigratingZkBroker", BOOL, versions=2),
         Field("IncarnationId", UUID),
@@ -74,6 +74,7 @@ SCHEMAS: tuple[StructSchema, ...] = (
         Field("Fenced", BOOL, default=True),
         Field("InControlledShutdown", BOOL, versions=1),
         Field("LogDirs", _UUIDS, versions=3, tag=0),
+        Field("CordonedLogDirs", _UUIDS, versions=4, nullable=4, tag=1, default=None),
     ),
     _message("UnregisterBrokerRecord", 1, 0, Field("BrokerId", INT32), Field("BrokerEpoch", INT64)),
     _message("TopicRecord", 2, 0, Field("Name", STRING), Field("TopicId", UUID)),
@@ -151,12 +152,13 @@ SCHEMAS: tuple[StructSchema, ...] = (
         Field("NextProducerId", INT64),
     ),
     _message(
-        "BrokerRegistrationChangeRecord", 17, 2,
+        "BrokerRegistrationChangeRecord", 17, 3,
         Field("BrokerId", INT32),
         Field("BrokerEpoch", INT64),
         Field("Fenced", INT8, tag=0),
         Field("InControlledShutdown", INT8, versions=1, tag=1),
         Field("LogDirs", _UUIDS, versions=2, tag=2),
+        Field("CordonedLogDirs", _UUIDS, versions=3, nullable=3, tag=3, default=None),
     ),
     _message(
         "AccessControlEntryRecord", 18, 0,
@@ -186,6 +188,7 @@ SCHEMAS: tuple[StructSchema, ...] = (
         Field("Features", Array(_CONTROLLER_FEATURE)),
     ),
     _message("ClearElrRecord", 28, 0, Field("TopicName", STRING)),
+    _message("UnregisterControllerRecord", 29, 0, Field("ControllerId", INT32)),
 )
 
 BY_API_KEY: dict[int, StructSchema] = {schema.cls.API_KEY: schema for schema in SCHEMAS}
@@ -216,6 +219,7 @@ AbortTransactionRecord = BY_API_KEY[25].cls
 RemoveDelegationTokenRecord = BY_API_KEY[26].cls
 RegisterControllerRecord = BY_API_KEY[27].cls
 ClearElrRecord = BY_API_KEY[28].cls
+UnregisterControllerRecord = BY_API_KEY[29].cls
 
 BrokerEndpoint = _BROKER_ENDPOINT.cls
 BrokerFeature = _BROKER_FEATURE.cls
