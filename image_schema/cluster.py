@@ -128,6 +128,7 @@ CLUSTER = SubImageTables(
         mt.UnfenceBrokerRecord: single("brokers", lambda r: (r.id,)),
         mt.BrokerRegistrationChangeRecord: single("brokers", lambda r: (r.broker_id,)),
         mt.RegisterControllerRecord: single("controllers", lambda r: (r.controller_id,)),
+        mt.UnregisterControllerRecord: single("controllers", lambda r: (r.controller_id,)),
     },
     _rebuild,
 )

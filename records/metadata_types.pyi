@@ -314,6 +314,7 @@ class BrokerRegistrationChangeRecord(_Generated):
         fenced: int = ...,
         in_controlled_shutdown: int = ...,
         log_dirs: tuple[str, ...] = ...,
+        cordoned_log_dirs: tuple[str, ...] | None = ...,
         unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ...,
     ) -> Self: ...
     @property
@@ -326,6 +327,8 @@ class BrokerRegistrationChangeRecord(_Generated):
     def in_controlled_shutdown(self) -> int: ...
     @property
     def log_dirs(self) -> tuple[str, ...]: ...
+    @property
+    def cordoned_log_dirs(self) -> tuple[str, ...] | None: ...
 
 
 class AccessControlEntryRecord(_Generated):
@@ -476,6 +479,19 @@ class ClearElrRecord(_Generated):
     def topic_name(self) -> str: ...
 
 
+class UnregisterControllerRecord(_Generated):
+    API_KEY: ClassVar[int]
+    TYPE_NAME: ClassVar[str]
+    MAX_VERSION: ClassVar[int]
+    def __new__(
+        cls,
+        controller_id: int = ...,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ...,
+    ) -> Self: ...
+    @property
+    def controller_id(self) -> int: ...
+
+
 class BrokerEndpoint(_Generated):
     def __new__(
         cls,
@@ -575,6 +591,7 @@ class RegisterBrokerRecord(_Generated):
         fenced: bool = ...,
         in_controlled_shutdown: bool = ...,
         log_dirs: tuple[str, ...] = ...,
+        cordoned_log_dirs: tuple[str, ...] | None = ...,
         unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ...,
     ) -> Self: ...
     @property
@@ -597,6 +614,8 @@ class RegisterBrokerRecord(_Generated):
     def in_controlled_shutdown(self) -> bool: ...
     @property
     def log_dirs(self) -> tuple[str, ...]: ...
+    @property
+    def cordoned_log_dirs(self) -> tuple[str, ...] | None: ...
 
 
 class ClientQuotaRecord(_Generated):

@@ -147,6 +147,10 @@ class ClusterDelta:
             supported_features=_features(record.features),
         )
 
+    def replay_unregister_controller(self, record: Any) -> None:
+        """Kafka 4.4 removes a controller's registration (no check that it was there, as Kafka's ClusterDelta)."""
+        self.controller_changes[record.controller_id] = None
+
     def finish_snapshot(self) -> None:
         for broker_id in self.image.brokers:
             self.broker_changes.setdefault(broker_id, None)

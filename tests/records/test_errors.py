@@ -58,7 +58,7 @@ def value(api_key: int, version: int, body: bytes = b"\x00", frame: int = 1) -> 
     return bytes(out) + body
 
 
-@pytest.mark.parametrize("api_key", [6, 13, 16, 29, 200, 32767])
+@pytest.mark.parametrize("api_key", [6, 13, 16, 30, 200, 32767])
 def test_unknown_api_key(api_key: int) -> None:
     with pytest.raises(UnknownRecordTypeError) as caught:
         framing.decode_metadata_value(value(api_key, 0))
@@ -66,8 +66,8 @@ def test_unknown_api_key(api_key: int) -> None:
 
 
 @pytest.mark.parametrize(("api_key", "version", "name", "known"), [
-    (3, 3, "PARTITION_RECORD", "0-2"), (2, 1, "TOPIC_RECORD", "0-0"), (0, 4, "REGISTER_BROKER_RECORD", "0-3"),
-    (17, 300, "BROKER_REGISTRATION_CHANGE_RECORD", "0-2"),
+    (3, 3, "PARTITION_RECORD", "0-2"), (2, 1, "TOPIC_RECORD", "0-0"), (0, 5, "REGISTER_BROKER_RECORD", "0-4"),
+    (17, 300, "BROKER_REGISTRATION_CHANGE_RECORD", "0-3"),
 ])
 def test_unknown_version(api_key: int, version: int, name: str, known: str) -> None:
     with pytest.raises(UnsupportedVersionError) as caught:

@@ -147,7 +147,7 @@ def test_every_metadata_record_type_is_kafkas() -> None:
     assert sorted(set(ours) - set(kafka)) == [], "record types kraftlake declares that Kafka does not"
     problems = [p for name, schema in ours.items() for p in compare_message(schema, kafka[name])]
     problems += [f"{name}: api key {schema.cls.API_KEY} != Kafka's {kafka[name]['apiKey']}"
-                 for name, schema in ours.items() if schema.cls.API_KEY != kafka[name]["apiKey"]]
+                 for name, schema in ours.items() if kafka[name]["apiKey"] != schema.cls.API_KEY]
     assert problems == []
 
 
@@ -174,7 +174,7 @@ def test_observer_rpcs_are_kafkas(schema: StructSchema) -> None:
     kafka = kafka_schemas("kafka-clients", "common/message/")
     assert schema.name in kafka, f"{schema.name} is not in kafka-clients-{KAFKA_VERSION}.jar"
     if schema.cls.API_KEY >= 0:  # the headers have none
-        assert schema.cls.API_KEY == kafka[schema.name]["apiKey"]
+        assert kafka[schema.name]["apiKey"] == schema.cls.API_KEY
     assert compare_message(schema, kafka[schema.name], all_versions=False) == []
 
 

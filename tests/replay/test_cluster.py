@@ -162,6 +162,15 @@ def test_register_controller_replaces_and_is_kept_apart_from_brokers() -> None:
     assert not image.cluster.is_empty()
 
 
+def test_unregister_controller_removes_only_that_controller() -> None:
+    """Kafka 4.4's UnregisterControllerRecord (api key 29); an unknown id changes nothing, as in Kafka."""
+    before = apply_records([mt.RegisterControllerRecord(controller_id=c, incarnation_id=uuid(c)) for c in (5, 6)])
+    after = apply_records([mt.UnregisterControllerRecord(controller_id=5),
+                           mt.UnregisterControllerRecord(controller_id=7)], before)
+    assert list(after.cluster.controllers) == [6]
+    assert after.cluster.controllers[6] is before.cluster.controllers[6]
+
+
 def test_finish_snapshot_removes_registrations_not_reasserted() -> None:
     before = apply_records([
         register(1, 10), register(2, 20),
