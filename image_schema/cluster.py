@@ -64,6 +64,7 @@ def _broker(r: Row) -> BrokerRegistration:
         in_controlled_shutdown=r["in_controlled_shutdown"],
         is_migrating_zk_broker=r["is_migrating_zk_broker"],
         directories=tuple(r["directories"] or ()),
+        cordoned_directories=None if r["cordoned_directories"] is None else tuple(r["cordoned_directories"]),
     )
 
 
@@ -102,6 +103,7 @@ CLUSTER = SubImageTables(
                 ("in_controlled_shutdown", pa.bool_()),
                 ("is_migrating_zk_broker", pa.bool_()),
                 ("directories", STRINGS),
+                ("cordoned_directories", STRINGS),  # null: not reported yet, as in Kafka
             ]),
             _broker_rows,
             _broker_row,

@@ -35,6 +35,9 @@ class BrokerRegistration:
     in_controlled_shutdown: bool
     is_migrating_zk_broker: bool
     directories: tuple[str, ...]
+    # Kafka 4.4 (KIP-1066): directories taking no new replicas, in the order the broker sent them; None until
+    # the broker first reports them (a registration from before metadata.version 4.3-IV0 never does).
+    cordoned_directories: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,10 @@ def _endpoints(raw: Any) -> tuple[Endpoint, ...]:
 
 def _features(raw: Any) -> tuple[FeatureRange, ...]:
     return tuple(sorted(FeatureRange(f.name, f.min_supported_version, f.max_supported_version) for f in raw))
+
+
+def _optional(ids: Any) -> tuple[str, ...] | None:
+    return None if ids is None else tuple(ids)
 
 
 _FENCING_CHANGE = {-1: False, 0: None, 1: True}
@@ -106,6 +113,7 @@ class ClusterDelta:
             in_controlled_shutdown=record.in_controlled_shutdown,
             is_migrating_zk_broker=record.is_migrating_zk_broker,
             directories=tuple(sorted(record.log_dirs)),
+            cordoned_directories=_optional(record.cordoned_log_dirs),
         )
 
     def replay_unregister_broker(self, record: Any) -> None:
@@ -136,6 +144,9 @@ class ClusterDelta:
             fenced=broker.fenced if fenced is None else fenced,
             in_controlled_shutdown=broker.in_controlled_shutdown if shutdown is None else shutdown,
             directories=tuple(sorted(record.log_dirs)) if record.log_dirs else broker.directories,
+            # null: no change; an empty list is a change (no directory cordoned any more), as in Kafka
+            cordoned_directories=broker.cordoned_directories if record.cordoned_log_dirs is None
+            else tuple(record.cordoned_log_dirs),
         )
 
     def replay_register_controller(self, record: Any) -> None:

@@ -22,6 +22,7 @@ MV_3_4_IV0 = 8
 MV_3_7_IV0 = 15
 MV_3_7_IV2 = 17
 MV_4_0_IV1 = 23
+MV_4_3_IV0 = 30  # RegisterBrokerRecord v4: cordoned log directories
 
 
 @dataclass
@@ -67,12 +68,14 @@ def _feature_ranges(cls: type, features: Any) -> tuple[Any, ...]:
 
 def _cluster(image: MetadataImage, writer: ImageWriter) -> None:
     level = writer.metadata_version
-    version = 3 if level >= MV_3_7_IV2 else 2 if level >= MV_3_4_IV0 else 1
+    version = 4 if level >= MV_4_3_IV0 else 3 if level >= MV_3_7_IV2 else 2 if level >= MV_3_4_IV0 else 1
     for broker in image.cluster.brokers.values():
         if broker.is_migrating_zk_broker and version < 2:
             writer.lose("the isMigratingZkBroker state of one or more brokers")
         if broker.directories and version < 3:
             writer.lose("the directory assignment state of one or more brokers")
+        if broker.cordoned_directories is not None and version < 4:
+            writer.lose("the cordoned log directories of one or more brokers")
         writer.add(
             mt.RegisterBrokerRecord(
                 broker_id=broker.broker_id,
@@ -85,6 +88,7 @@ def _cluster(image: MetadataImage, writer: ImageWriter) -> None:
                 fenced=broker.fenced,
                 in_controlled_shutdown=broker.in_controlled_shutdown,
                 log_dirs=broker.directories if version >= 3 else (),
+                cordoned_log_dirs=broker.cordoned_directories if version >= 4 else None,
             ),
             version,
         )
