@@ -64,7 +64,7 @@ def _broker(r: Row) -> BrokerRegistration:
         in_controlled_shutdown=r["in_controlled_shutdown"],
         is_migrating_zk_broker=r["is_migrating_zk_broker"],
         directories=tuple(r["directories"] or ()),
-        cordoned_directories=None if r.get("cordoned_directories") is None else tuple(r["cordoned_directories"]),
+        cordoned_directories=None if r["cordoned_directories"] is None else tuple(r["cordoned_directories"]),
     )
 
 
@@ -103,7 +103,7 @@ CLUSTER = SubImageTables(
                 ("in_controlled_shutdown", pa.bool_()),
                 ("is_migrating_zk_broker", pa.bool_()),
                 ("directories", STRINGS),
-                ("cordoned_directories", STRINGS),  # null: not reported yet (KIP-1066)
+                ("cordoned_directories", STRINGS),  # null: not reported yet, as in Kafka
             ]),
             _broker_rows,
             _broker_row,
@@ -130,6 +130,7 @@ CLUSTER = SubImageTables(
         mt.UnfenceBrokerRecord: single("brokers", lambda r: (r.id,)),
         mt.BrokerRegistrationChangeRecord: single("brokers", lambda r: (r.broker_id,)),
         mt.RegisterControllerRecord: single("controllers", lambda r: (r.controller_id,)),
+        mt.UnregisterControllerRecord: single("controllers", lambda r: (r.controller_id,)),
     },
     _rebuild,
 )

@@ -1,8 +1,6 @@
-"""The metadata record types of Kafka 4.2 (`__cluster_metadata` data records), restated from the message
-schemas of Apache Kafka (`metadata/src/main/resources/common/metadata/*Record.json` in its source tree),
-with the cordoned log directories metadata.version 4.3-IV0 adds (RegisterBrokerRecord v4,
-BrokerRegistrationChangeRecord v3) as Kafka 4.4 writes them. apiKeys 6, 13 and 16 were never written or were
-removed; 4.4's UnregisterControllerRecord (apiKey 29) is not here yet.
+"""The metadata record types of Kafka 4.4 (`__cluster_metadata` data records), restated from the message
+schemas of Apache Kafka (`metadata/src/main/resources/common/metadata/*Record.json` in its source tree).
+apiKeys 6, 13 and 16 were never written or were removed.
 
 Every schema is flexible from version 0. A field's `versions` is the N of "N+"; tagged fields here always
 have taggedVersions equal to their versions.
@@ -190,6 +188,7 @@ SCHEMAS: tuple[StructSchema, ...] = (
         Field("Features", Array(_CONTROLLER_FEATURE)),
     ),
     _message("ClearElrRecord", 28, 0, Field("TopicName", STRING)),
+    _message("UnregisterControllerRecord", 29, 0, Field("ControllerId", INT32)),
 )
 
 BY_API_KEY: dict[int, StructSchema] = {schema.cls.API_KEY: schema for schema in SCHEMAS}
@@ -220,6 +219,7 @@ AbortTransactionRecord = BY_API_KEY[25].cls
 RemoveDelegationTokenRecord = BY_API_KEY[26].cls
 RegisterControllerRecord = BY_API_KEY[27].cls
 ClearElrRecord = BY_API_KEY[28].cls
+UnregisterControllerRecord = BY_API_KEY[29].cls
 
 BrokerEndpoint = _BROKER_ENDPOINT.cls
 BrokerFeature = _BROKER_FEATURE.cls

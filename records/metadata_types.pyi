@@ -479,6 +479,19 @@ class ClearElrRecord(_Generated):
     def topic_name(self) -> str: ...
 
 
+class UnregisterControllerRecord(_Generated):
+    API_KEY: ClassVar[int]
+    TYPE_NAME: ClassVar[str]
+    MAX_VERSION: ClassVar[int]
+    def __new__(
+        cls,
+        controller_id: int = ...,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ...,
+    ) -> Self: ...
+    @property
+    def controller_id(self) -> int: ...
+
+
 class BrokerEndpoint(_Generated):
     def __new__(
         cls,

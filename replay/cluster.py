@@ -35,7 +35,8 @@ class BrokerRegistration:
     in_controlled_shutdown: bool
     is_migrating_zk_broker: bool
     directories: tuple[str, ...]
-    # KIP-1066 (metadata.version 4.3-IV0): None until the broker first reports them, in the order it sent
+    # Kafka 4.4 (KIP-1066): directories taking no new replicas, in the order the broker sent them; None until
+    # the broker first reports them (a registration from before metadata.version 4.3-IV0 never does).
     cordoned_directories: tuple[str, ...] | None = None
 
 
@@ -63,6 +64,10 @@ def _endpoints(raw: Any) -> tuple[Endpoint, ...]:
 
 def _features(raw: Any) -> tuple[FeatureRange, ...]:
     return tuple(sorted(FeatureRange(f.name, f.min_supported_version, f.max_supported_version) for f in raw))
+
+
+def _optional(ids: Any) -> tuple[str, ...] | None:
+    return None if ids is None else tuple(ids)
 
 
 _FENCING_CHANGE = {-1: False, 0: None, 1: True}
@@ -108,7 +113,7 @@ class ClusterDelta:
             in_controlled_shutdown=record.in_controlled_shutdown,
             is_migrating_zk_broker=record.is_migrating_zk_broker,
             directories=tuple(sorted(record.log_dirs)),
-            cordoned_directories=record.cordoned_log_dirs,
+            cordoned_directories=_optional(record.cordoned_log_dirs),
         )
 
     def replay_unregister_broker(self, record: Any) -> None:
@@ -139,9 +144,9 @@ class ClusterDelta:
             fenced=broker.fenced if fenced is None else fenced,
             in_controlled_shutdown=broker.in_controlled_shutdown if shutdown is None else shutdown,
             directories=tuple(sorted(record.log_dirs)) if record.log_dirs else broker.directories,
-            cordoned_directories=(
-                broker.cordoned_directories if record.cordoned_log_dirs is None else record.cordoned_log_dirs
-            ),
+            # null: no change; an empty list is a change (no directory cordoned any more), as in Kafka
+            cordoned_directories=broker.cordoned_directories if record.cordoned_log_dirs is None
+            else tuple(record.cordoned_log_dirs),
         )
 
     def replay_register_controller(self, record: Any) -> None:
@@ -152,6 +157,10 @@ class ClusterDelta:
             listeners=_endpoints(record.end_points),
             supported_features=_features(record.features),
         )
+
+    def replay_unregister_controller(self, record: Any) -> None:
+        """Kafka 4.4 removes a controller's registration (no check that it was there, as Kafka's ClusterDelta)."""
+        self.controller_changes[record.controller_id] = None
 
     def finish_snapshot(self) -> None:
         for broker_id in self.image.brokers:

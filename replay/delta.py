@@ -45,6 +45,7 @@ _ROUTES: dict[type, tuple[str, str]] = {
     mt.UnfenceBrokerRecord: ("cluster", "replay_unfence_broker"),
     mt.BrokerRegistrationChangeRecord: ("cluster", "replay_broker_registration_change"),
     mt.RegisterControllerRecord: ("cluster", "replay_register_controller"),
+    mt.UnregisterControllerRecord: ("cluster", "replay_unregister_controller"),
     mt.TopicRecord: ("topics", "replay_topic"),
     mt.PartitionRecord: ("topics", "replay_partition"),
     mt.PartitionChangeRecord: ("topics", "replay_partition_change"),

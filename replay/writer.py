@@ -22,7 +22,7 @@ MV_3_4_IV0 = 8
 MV_3_7_IV0 = 15
 MV_3_7_IV2 = 17
 MV_4_0_IV1 = 23
-MV_4_3_IV0 = 30
+MV_4_3_IV0 = 30  # RegisterBrokerRecord v4: cordoned log directories
 
 
 @dataclass

@@ -76,8 +76,8 @@ def run_follow(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[s
 def short_history_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
     """A node that snapshots every 2 s and keeps 1 s of history. Kafka's Raft client deletes old segments
     from a cleaner that runs once a minute, so it starts first (without waiting for it) and ages while the
-    other tests run. metadata.version 4.2: `records` restates Kafka 4.2's record schemas (4.4 writes
-    RegisterBrokerRecord v4), and its warehouse is compared with the replay of its directory."""
+    other tests run. At the latest metadata.version (4.4 writes RegisterBrokerRecord v4), and its warehouse is
+    compared with the replay of its directory."""
     short_history = {
         "metadata.log.max.snapshot.interval.ms": "2000",
         "metadata.log.segment.ms": "1000",
@@ -85,7 +85,7 @@ def short_history_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kaf
         "internal.metadata.delete.delay.millis": "0",
     }
     kafka = KafkaNode(tmp_path_factory.mktemp("short-history-node"), properties=short_history)
-    kafka.format(kafka_uuid(), standalone=True, release_version="4.2")
+    kafka.format(kafka_uuid(), standalone=True)
     kafka.start(wait=False)
     try:
         yield kafka

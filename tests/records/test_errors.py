@@ -58,7 +58,7 @@ def value(api_key: int, version: int, body: bytes = b"\x00", frame: int = 1) -> 
     return bytes(out) + body
 
 
-@pytest.mark.parametrize("api_key", [6, 13, 16, 29, 200, 32767])
+@pytest.mark.parametrize("api_key", [6, 13, 16, 30, 200, 32767])
 def test_unknown_api_key(api_key: int) -> None:
     with pytest.raises(UnknownRecordTypeError) as caught:
         framing.decode_metadata_value(value(api_key, 0))

@@ -170,6 +170,8 @@ def rich_records() -> list[Any]:
         mt.ConfigRecord(resource_type=4, resource_name="", name="min.insync.replicas", value="2"),
         *broker,
         mt.RegisterControllerRecord(controller_id=3000, incarnation_id=uuid(700)),
+        mt.RegisterControllerRecord(controller_id=3001, incarnation_id=uuid(701)),
+        mt.UnregisterControllerRecord(controller_id=3001),
         mt.UnfenceBrokerRecord(id=0, epoch=10),
         mt.BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=11, fenced=-1, in_controlled_shutdown=0),
         N(),

@@ -36,13 +36,13 @@ def broker(image: MetadataImage, broker_id: int) -> BrokerRegistration:
 def test_register_broker_keeps_every_field() -> None:
     dirs = (uuid(9), uuid(8))
     image = apply_records([register(1, 10, fenced=False, in_controlled_shutdown=True, log_dirs=dirs,
-                                    is_migrating_zk_broker=True)])
+                                    is_migrating_zk_broker=True, cordoned_log_dirs=(uuid(9),))])
     assert broker(image, 1) == BrokerRegistration(
         broker_id=1, epoch=10, incarnation_id=uuid(1),
         listeners=(Endpoint("PLAINTEXT", "b1", 9092, 0),),
         supported_features=(FeatureRange("metadata.version", 7, 29),),
         rack=None, fenced=False, in_controlled_shutdown=True, is_migrating_zk_broker=True,
-        directories=tuple(sorted(dirs)),
+        directories=tuple(sorted(dirs)), cordoned_directories=(uuid(9),),
     )
 
 
@@ -179,6 +179,32 @@ def test_register_controller_replaces_and_is_kept_apart_from_brokers() -> None:
     assert registration.supported_features == (FeatureRange("kraft.version", 0, 1),)
     assert not image.cluster.brokers
     assert not image.cluster.is_empty()
+
+
+def test_cordoned_directories_null_until_reported_then_changed_by_a_non_null_list() -> None:
+    """Kafka 4.4 (RegisterBrokerRecord v4, BrokerRegistrationChangeRecord v3): null means "not reported" in a
+    registration and "no change" in a change; an empty list uncordons every directory."""
+    dirs = (uuid(9), uuid(8))
+    image = apply_records([register(1, 10, log_dirs=dirs)])
+    assert broker(image, 1).cordoned_directories is None
+
+    def change(cordoned: tuple[str, ...] | None) -> object:
+        return mt.BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=10, cordoned_log_dirs=cordoned)
+
+    steps = [(change(()), ()), (change((uuid(9), uuid(8))), (uuid(9), uuid(8))), (change(None), (uuid(9), uuid(8))),
+             (change((uuid(8),)), (uuid(8),))]
+    for record, expected in steps:
+        image = apply_records([record], image)
+        assert broker(image, 1).cordoned_directories == expected, record
+
+
+def test_unregister_controller_removes_only_that_controller() -> None:
+    """Kafka 4.4's UnregisterControllerRecord (api key 29); an unknown id changes nothing, as in Kafka."""
+    before = apply_records([mt.RegisterControllerRecord(controller_id=c, incarnation_id=uuid(c)) for c in (5, 6)])
+    after = apply_records([mt.UnregisterControllerRecord(controller_id=5),
+                           mt.UnregisterControllerRecord(controller_id=7)], before)
+    assert list(after.cluster.controllers) == [6]
+    assert after.cluster.controllers[6] is before.cluster.controllers[6]
 
 
 def test_finish_snapshot_removes_registrations_not_reasserted() -> None:

@@ -113,6 +113,21 @@ def test_unknown_directories_are_no_loss() -> None:
     assert image_records(image, 14).losses == []
 
 
+def test_cordoned_directories_need_metadata_version_4_3() -> None:
+    """RegisterBrokerRecord v4 from 4.3-IV0 (level 30) carries them; below, they are a loss unless never reported."""
+    register = mt.RegisterBrokerRecord(broker_id=1, broker_epoch=5, incarnation_id=uuid(1), log_dirs=(uuid(2),),
+                                       cordoned_log_dirs=(uuid(2),))
+    image = apply_records([MV(30), register])
+    written = image_records(image)
+    assert written.losses == []
+    assert [(m.cordoned_log_dirs, v) for m, v in written.records if type(m) is mt.RegisterBrokerRecord] == [
+        ((uuid(2),), 4)]
+    assert apply_records([m for m, _ in written.records]).cluster == image.cluster
+    assert image_records(image, 29).losses == ["the cordoned log directories of one or more brokers"]
+    never_reported = apply_records([MV(29), register._replace(cordoned_log_dirs=None)])
+    assert image_records(never_reported, 29).losses == []
+
+
 def test_an_image_without_metadata_version_needs_one_named() -> None:
     with pytest.raises(ValueError, match=r"no metadata\.version"):
         image_records(apply_records([T("foo")]))
