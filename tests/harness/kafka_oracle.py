@@ -31,11 +31,11 @@ from typing import Any
 from image_schema.canonical import canonical_json
 from records import RecordBatch
 from records import metadata_types as mt
-from records.files import LogReader
+from records.files import METADATA_PARTITION_DIR, LogReader
 from records.json_form import is_sensitive_config
 from replay.image import EMPTY_IMAGE, SUB_IMAGES, MetadataImage
 from replay.loader import BatchLoader
-from replay.log_replay import METADATA_PARTITION_DIR, cut_batches, history_sources, replay_paths, replay_sources
+from replay.log_replay import cut_batches, history_sources, replay_paths, replay_sources
 from replay.voters import VotersImage
 from settings.jars import MissingJarsError, classpath, jars_root
 

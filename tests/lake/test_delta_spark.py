@@ -22,6 +22,7 @@ import pyarrow.fs as pafs
 import pytest
 from pyspark.sql import SparkSession
 
+from image_schema.canonical import canonical_json
 from lake.maintenance import MaintenancePolicy, maintain
 from lake.pipeline import MetadataPipeline
 from lake.sink import DeltaSink
@@ -37,7 +38,6 @@ from lake.warehouse import (
     history_name,
 )
 from records.files import LogReader
-from replay.canonical import canonical_json
 from replay.log_replay import history_sources, replay_paths
 from settings.spark import spark_uri, use_store
 from tests.fixtures.s3 import S3Store
