@@ -77,6 +77,7 @@ def _submit(
         "--bootstrap-servers", bootstrap, "--topic", topic, "--warehouse", warehouse, *_option_flags(store),
         "--checkpoint", str(root / "checkpoint"), "--available-now", "--max-offsets-per-trigger", str(MICRO_BATCH),
         "--idle-publish-seconds", "0",  # an image per micro-batch, as the uninterrupted reference run publishes
+        "--no-coalesce-backlog",  # the sample's batches are old: hold none of their images, as the reference
     ]
     with (root / "job.log").open("wb") as log:
         return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=root, env=cluster.submit_env())

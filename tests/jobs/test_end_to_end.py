@@ -117,7 +117,7 @@ def _job(cluster: LocalCluster, tmp_path: Path, *extra: str) -> list[str]:
         sys.executable, "-m", "jobs.materialize",
         "--bootstrap-servers", cluster.broker.bootstrap_servers, "--topic", cluster.topic,
         "--warehouse", str(tmp_path / "warehouse"), "--checkpoint", str(tmp_path / "checkpoint"),
-        "--max-offsets-per-trigger", "20", *extra,
+        "--max-offsets-per-trigger", "20", "--no-coalesce-backlog", *extra,
     ]
 
 

@@ -29,7 +29,7 @@ def _job(broker, topic: str, tmp_path: Path, *extra: str) -> list[str]:
         sys.executable, "-m", "jobs.materialize",
         "--bootstrap-servers", broker.bootstrap_servers, "--topic", topic,
         "--warehouse", str(tmp_path / "warehouse"), "--checkpoint", str(tmp_path / "checkpoint"),
-        "--max-offsets-per-trigger", "250", *extra,
+        "--max-offsets-per-trigger", "250", "--no-coalesce-backlog", *extra,
     ]
 
 
