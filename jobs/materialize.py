@@ -27,7 +27,7 @@ from typing import Any
 
 from jobs import kafka_topic
 from jobs.kafka_topic import KafkaTopicError, TopicMessage, collect_messages
-from jobs.store_errors import describe_store_error
+from jobs.store_errors import describe_store_error, is_store_error
 from lake.gc_pause import paused_collector
 from lake.pipeline import MetadataPipeline
 from lake.warehouse import Warehouse, WarehouseLayoutError
@@ -108,7 +108,9 @@ class MicroBatchWriter:
         except (MaterializeError, ReplayError, KafkaTopicError, WarehouseLayoutError) as error:
             self.failure = str(error)
             raise
-        except OSError as error:  # the store refused or could not be reached: nothing past this was published
+        except Exception as error:  # the store refused, is full or could not be reached: nothing past this was
+            if not is_store_error(error):  # published
+                raise
             self.failure = f"warehouse {self.config.warehouse}: {describe_store_error(error)}"
             raise
 
