@@ -8,8 +8,10 @@ files before or after it, both the same rows; an append-only table stays in offs
 removal of expired log files, and VACUUM.
 Time travel reads only the latest version of each table, so none of it takes an offset away. A full VACUUM
 deletes a removed file once its tombstone (kept 5 minutes) expired and the file is older than the retention,
-so a read running longer than 5 minutes across it may fail (never a later one). Each step is idempotent: a
-crash anywhere is finished by running maintenance again.
+so a read running longer than 5 minutes across it may fail (never a later one); a file no commit names is
+kept at least an hour (a write in flight). It may run while the sink writes: a compaction that loses a race
+with the other writer is left to the next run. Each step is idempotent: a crash anywhere is finished by
+running maintenance again.
 """
 
 from __future__ import annotations

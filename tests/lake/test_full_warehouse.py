@@ -6,7 +6,6 @@ again a rerun finishes the warehouse exactly as an uninterrupted run writes it. 
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +15,8 @@ import pytest
 
 from lake.ingest import ingest
 from lake.warehouse import Warehouse
+from tests.lake.reader_loop import last_published
+from tests.lake.reader_loop import run as cli
 from tests.lake.warehouse_state import warehouse_contents
 
 SAMPLE = "Niloufar1171_LDI-POC"  # 4,929 offsets, about 0.8 MiB of warehouse at an image per 400
@@ -52,18 +53,11 @@ def _stopped_with_one_line(run: subprocess.CompletedProcess, uri: str, cause: st
     assert cause in lines[0], run.stderr
 
 
-def _last_published(uri: str) -> int:
-    refused = _kraftlake("image", "--warehouse", uri, "--at-offset", str(1 << 40))
-    found = re.search(r"past the last published image \(offset (\d+)\)", refused.stderr)
-    assert found, refused.stderr
-    return int(found.group(1))
-
-
 def _reads_as_replay(uri: str, directory: Path, offset: int) -> None:
-    image = _kraftlake("image", "--warehouse", uri, "--at-offset", str(offset), "--json")
-    replay = _kraftlake("replay", str(directory), "--to-offset", str(offset), "--json")
-    assert image.returncode == 0, image.stderr
-    assert json.loads(image.stdout) == json.loads(replay.stdout)
+    """The image at `offset` read through the CLI (in this process) equals `kraftlake replay`'s."""
+    code, image, error = cli(["image", "--warehouse", uri, "--at-offset", str(offset), "--json"])
+    assert code == 0, error
+    assert json.loads(image) == json.loads(cli(["replay", str(directory), "--to-offset", str(offset), "--json"])[1])
 
 
 def test_a_full_then_read_only_disk_stops_cleanly_and_a_rerun_resumes(
@@ -80,15 +74,15 @@ def test_a_full_then_read_only_disk_stops_cleanly_and_a_rerun_resumes(
     ballast.write_bytes(bytes(2 * 1024 * 1024 - FREE_BYTES))
     full = _kraftlake(*command)
     _stopped_with_one_line(full, uri, "No space left on device")
-    last = _last_published(uri)
-    assert 0 <= last < max(expected["image_offsets"])  # some images were published, not all
+    last = last_published(uri)
+    assert last is not None and 0 <= last < max(expected["image_offsets"])  # some images were published, not all
     _reads_as_replay(uri, directory, last)
 
     ballast.unlink()
     _remount(small_disk, "ro")
     read_only = _kraftlake(*command)
     _stopped_with_one_line(read_only, uri, "Read-only file system")
-    assert _last_published(uri) == last
+    assert last_published(uri) == last
     _reads_as_replay(uri, directory, last)  # a read-only warehouse still answers
 
     _remount(small_disk, "rw")

@@ -7,24 +7,22 @@ query on the finished warehouse (changes, history), and none fails."""
 from __future__ import annotations
 
 import functools
-import io
 import json
 import os
 import subprocess
 import sys
 import threading
 from collections import Counter
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
 
 import lake.sink
 import lake.warehouse
-from kraftlake.cli import main
 from lake.ingest import ingest
 from lake.maintenance import MaintenancePolicy, prune_log
 from lake.warehouse import CHECKPOINTS, Warehouse
+from tests.lake.reader_loop import run as cli
 from tests.lake.test_ingest import SAMPLE_DIRS
 
 SAMPLE = "rjmfernandes"
@@ -59,16 +57,6 @@ def busy_sink(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     monkeypatch.setattr(lake.sink.DeltaSink, "_rebucket_if_due", rebucketed)
     monkeypatch.setattr(lake.sink.DeltaSink, "_maintain", maintained)
     return counts
-
-
-def _cli(argv: list[str]) -> tuple[int, str]:
-    """A CLI command in this process (after the writer finished): exit code and stdout."""
-    out_bytes = io.BytesIO()
-    out = io.TextIOWrapper(out_bytes, encoding="utf-8")
-    with redirect_stdout(out):
-        code = main(argv)
-        out.flush()
-    return code, out_bytes.getvalue().decode()
 
 
 def _maintain_until(warehouse: Warehouse, done: threading.Event, results: list[subprocess.CompletedProcess]) -> None:
@@ -120,9 +108,9 @@ def test_every_answer_during_writes_and_maintenance_is_exact(
         argv = answer["argv"]
         if argv[0] == "image":
             offset = argv[argv.index("--at-offset") + 1]
-            code, expected = _cli(["replay", str(directory), "--to-offset", offset, "--json"])
+            code, expected, _ = cli(["replay", str(directory), "--to-offset", offset, "--json"])
         else:
-            code, expected = _cli(argv)  # the same question, asked of the finished warehouse
+            code, expected, _ = cli(argv)  # the same question, asked of the finished warehouse
         assert code == 0 and _same(answer["stdout"], expected, argv[0]), argv
 
 
