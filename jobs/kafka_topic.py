@@ -53,9 +53,7 @@ def end_offset(spark: Any, bootstrap_servers: str, topic: str, options: Mapping[
     """The Kafka offset after the last message of partition 0, asked with Kafka's Java client in the driver's
     JVM (the jar Spark's source brings), configured as the source is."""
     jvm = spark.sparkContext._jvm
-    properties = jvm.java.util.Properties()
-    for key, value in client_options(bootstrap_servers, options).items():
-        properties.setProperty(key.removeprefix("kafka."), value)
+    properties = _java_properties(jvm, bootstrap_servers, options)
     deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
     properties.setProperty("key.deserializer", deserializer)
     properties.setProperty("value.deserializer", deserializer)
@@ -65,14 +63,45 @@ def end_offset(spark: Any, bootstrap_servers: str, topic: str, options: Mapping[
         partitions = jvm.java.util.Collections.singletonList(partition)
         duration = jvm.java.time.Duration.ofMillis(int(timeout_s * 1000))
         return int(consumer.endOffsets(partitions, duration).get(partition))
-    except Exception as error:  # py4j wraps the Java exception; its first line says what Kafka said
-        first_line = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
+    except Exception as error:  # py4j wraps the Java exception
         raise KafkaTopicError(
             f"the end of topic {topic} on {bootstrap_servers} could not be read within {timeout_s:.0f} s: "
-            f"{first_line}"
+            f"{_java_cause(error)}"
         ) from None
     finally:
         consumer.close()
+
+
+def topic_id(spark: Any, bootstrap_servers: str, topic: str, options: Mapping[str, str], timeout_s: float) -> str:
+    """The topic's id (a topic deleted and created again under the same name gets a new one), asked with
+    Kafka's Java admin client in the driver's JVM, configured as the source is."""
+    jvm = spark.sparkContext._jvm
+    admin = jvm.org.apache.kafka.clients.admin.AdminClient.create(_java_properties(jvm, bootstrap_servers, options))
+    try:
+        described = admin.describeTopics(jvm.java.util.Collections.singletonList(topic)).allTopicNames()
+        found = described.get(int(timeout_s * 1000), jvm.java.util.concurrent.TimeUnit.MILLISECONDS)
+        return str(found.get(topic).topicId().toString())
+    except Exception as error:  # py4j wraps the Java exception
+        raise KafkaTopicError(
+            f"topic {topic} on {bootstrap_servers} could not be described within {timeout_s:.0f} s: "
+            f"{_java_cause(error)}"
+        ) from None
+    finally:
+        admin.close()
+
+
+def _java_properties(jvm: Any, bootstrap_servers: str, options: Mapping[str, str]) -> Any:
+    """The Java client's properties: the source's `kafka.X` options without their prefix."""
+    properties = jvm.java.util.Properties()
+    for key, value in client_options(bootstrap_servers, options).items():
+        properties.setProperty(key.removeprefix("kafka."), value)
+    return properties
+
+
+def _java_cause(error: Exception) -> str:
+    """The last line of a py4j error: what Kafka said."""
+    text = str(error).strip()
+    return text.splitlines()[-1] if text else type(error).__name__
 
 
 def read_messages(

@@ -27,7 +27,7 @@ from typing import Any
 
 from jobs import kafka_topic
 from jobs.kafka_topic import KafkaTopicError, TopicMessage, collect_messages
-from jobs.store_errors import describe_store_error
+from jobs.store_errors import describe_store_error, is_store_error
 from lake.gc_pause import paused_collector
 from lake.pipeline import MetadataPipeline
 from lake.warehouse import Warehouse, WarehouseLayoutError
@@ -108,7 +108,9 @@ class MicroBatchWriter:
         except (MaterializeError, ReplayError, KafkaTopicError, WarehouseLayoutError) as error:
             self.failure = str(error)
             raise
-        except OSError as error:  # the store refused or could not be reached: nothing past this was published
+        except Exception as error:  # the store refused, is full or could not be reached: nothing past this was
+            if not is_store_error(error):  # published
+                raise
             self.failure = f"warehouse {self.config.warehouse}: {describe_store_error(error)}"
             raise
 
@@ -244,6 +246,7 @@ def launched_with_master() -> bool:
 def run(config: MaterializeConfig, spark: Any | None = None) -> None:
     """Run the job until it is stopped (or, with `available_now`, until the topic is drained)."""
     spark = spark or local_spark()
+    check_topic_identity(spark, config)
     writer = MicroBatchWriter(config, spark)
     query = start_query(spark, config, writer)
     try:
@@ -251,6 +254,35 @@ def run(config: MaterializeConfig, spark: Any | None = None) -> None:
         writer.flush()  # the topic is drained (available-now): publish an offset-only image still held
     except Exception as error:
         raise MaterializeError(writer.failure or concise_failure(str(error))) from None
+
+
+TOPIC_ID_FILE = "kraftlake-topic-id"  # in the checkpoint directory: the topic its Kafka offsets are of
+
+
+def check_topic_identity(spark: Any, config: MaterializeConfig) -> None:
+    """Refuse a topic deleted and created again under the same name since the checkpoint's first run: Spark's
+    Kafka source names a topic by its name only, so it would go on from the old topic's offsets into the new
+    one's messages (or rebuild its replay state from them), mixing two logs into one history."""
+    try:
+        current = kafka_topic.topic_id(
+            spark, config.bootstrap_servers, config.topic, dict(config.kafka_options), REBUILD_TIMEOUT_S
+        )
+    except KafkaTopicError as error:
+        raise MaterializeError(str(error)) from None
+    recorded_at = config.checkpoint / TOPIC_ID_FILE
+    if recorded_at.exists():
+        recorded = recorded_at.read_text().strip()
+        if recorded != current:
+            raise MaterializeError(
+                f"topic {config.topic} on {config.bootstrap_servers} has id {current}, but the checkpoint "
+                f"{config.checkpoint} read the topic of id {recorded}: it was deleted and created again; its "
+                "messages are not the log this checkpoint and warehouse hold (use a new checkpoint and warehouse)"
+            )
+        return
+    config.checkpoint.mkdir(parents=True, exist_ok=True)
+    temporary = recorded_at.with_suffix(".tmp")
+    temporary.write_text(current + "\n")
+    temporary.replace(recorded_at)
 
 
 def concise_failure(text: str) -> str:

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import re
 
+from deltalake.exceptions import DeltaError
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# delta-rs reports a local file system's refusal (a full disk, a read-only mount) as a DeltaError naming the
+# OS error; an object store's as an OSError
+_STORE_CAUSE = re.compile(r"\(os error \d+\)|Object Store error|Generic \w*FileSystem error")
 
 
-def describe_store_error(error: OSError) -> str:
+def is_store_error(error: Exception) -> bool:
+    """Whether `error` is the store refusing or failing a read or write (not a bug, not bad input)."""
+    return isinstance(error, OSError) or (isinstance(error, DeltaError) and bool(_STORE_CAUSE.search(str(error))))
+
+
+def describe_store_error(error: Exception) -> str:
     """delta-rs's nested error in one line: each cause, outermost first, colour codes and XML bodies dropped."""
     causes = [_ANSI.sub("", line).strip(" ↳\t") for line in str(error).splitlines()]
     return "; ".join(cause for cause in causes if cause and not cause.startswith("<"))[:600]

@@ -8,8 +8,10 @@ files before or after it, both the same rows; an append-only table stays in offs
 removal of expired log files, and VACUUM.
 Time travel reads only the latest version of each table, so none of it takes an offset away. A full VACUUM
 deletes a removed file once its tombstone (kept 5 minutes) expired and the file is older than the retention,
-so a read running longer than 5 minutes across it may fail (never a later one). Each step is idempotent: a
-crash anywhere is finished by running maintenance again.
+so a read running longer than 5 minutes across it may fail (never a later one); a file no commit names is
+kept at least an hour (a write in flight). It may run while the sink writes: a compaction that loses a race
+with the other writer is left to the next run. Each step is idempotent: a crash anywhere is finished by
+running maintenance again.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 from deltalake import DeltaTable
+from deltalake.exceptions import CommitFailedError, DeltaError
 
 from failpoints import failpoint
 from lake.compaction import compact_in_order
@@ -31,6 +34,7 @@ from lake.warehouse import Warehouse, all_tables, offset_column, writer_properti
 MIB = 1024 * 1024
 # A Delta log entry of a version: its commit, its checksum or a (possibly multi-part) checkpoint.
 KEEP_LOG_VERSIONS = 100
+UNTRACKED_MIN_HOURS = 1  # VACUUM never deletes a file no commit names before it is this old (a write in flight)
 _LOG_ENTRY = re.compile(r"^(\d{20})\.(json|crc|checkpoint(\.\d+\.\d+)?\.parquet)$")
 
 
@@ -85,6 +89,15 @@ def compact_if_due(
     return True
 
 
+def lost_race(error: Exception) -> bool:
+    """Whether `error` says another writer of the table got there first (the sink and `kraftlake maintain`
+    both compact): a commit conflict, or a file the handle still listed that the other compacted away and a
+    VACUUM deleted. The step committed nothing; on a freshly opened table it can run again."""
+    if isinstance(error, CommitFailedError | FileNotFoundError):
+        return True
+    return isinstance(error, DeltaError) and "not found" in str(error)
+
+
 def prune_log(warehouse: Warehouse, name: str, keep_versions: int = KEEP_LOG_VERSIONS) -> int:
     """Delete the `_delta_log` entries of table `name` older than its newest Delta checkpoint that is at
     least `keep_versions` behind its last version; the number deleted.
@@ -114,23 +127,37 @@ def prune_log(warehouse: Warehouse, name: str, keep_versions: int = KEEP_LOG_VER
     return len(stale)
 
 
+def vacuum(table: DeltaTable, retention_hours: int) -> list[str]:
+    """Delete the files the table removed more than `retention_hours` ago, then every file no commit names
+    (a crashed write's, or one whose tombstone left the Delta checkpoints) that is older than that and at
+    least UNTRACKED_MIN_HOURS old: a file no commit names yet may be a write in flight, and deleting it
+    before its commit left the table naming a missing file (seen with zero retention under a running sink)."""
+    removed = table.vacuum(retention_hours=retention_hours, dry_run=False, enforce_retention_duration=False)
+    untracked = table.vacuum(
+        retention_hours=max(retention_hours, UNTRACKED_MIN_HOURS), dry_run=False, enforce_retention_duration=False,
+        full=True,
+    )
+    return [*removed, *untracked]
+
+
 def maintain_table(
     warehouse: Warehouse, name: str, policy: MaintenancePolicy, retention_hours: int | None
 ) -> TableReport:
     """Compact every small file, checkpoint the Delta log, drop expired log files, vacuum."""
     table = warehouse.table(name)
     before = len(table.file_uris())
-    compact_if_due(warehouse, name, table, policy, above=0)
+    try:
+        compact_if_due(warehouse, name, table, policy, above=0)
+    except Exception as error:  # the sink compacted or merged first: its files are what the next run compacts
+        if not lost_race(error):
+            raise
     failpoint("maintain.after_compact")
     table = warehouse.table(name)
     table.create_checkpoint()
     failpoint("maintain.after_checkpoint")
     table.cleanup_metadata()
     prune_log(warehouse, name)
-    vacuumed = table.vacuum(  # full: also the files whose tombstones a checkpoint no longer carries
-        retention_hours=policy.vacuum_retention_hours if retention_hours is None else retention_hours,
-        dry_run=False, enforce_retention_duration=False, full=True,
-    )
+    vacuumed = vacuum(table, policy.vacuum_retention_hours if retention_hours is None else retention_hours)
     failpoint("maintain.after_vacuum")
     return TableReport(name, before, len(warehouse.table(name).file_uris()), len(vacuumed))
 

@@ -30,7 +30,7 @@ from failpoints import failpoint
 from image_schema.changes import RowVersion
 from image_schema.tables import TABLES, Row
 from lake.handles import OPEN_TABLES
-from lake.maintenance import MaintenancePolicy, compact_if_due, prune_log
+from lake.maintenance import MaintenancePolicy, compact_if_due, lost_race, prune_log
 from lake.warehouse import (
     BATCHES,
     BATCHES_SCHEMA,
@@ -206,11 +206,13 @@ class DeltaSink:
         """Make the prepared commits, then the `images` row; True when that row is new.
         `row_versions` counts the image's history rows (also those a crashed attempt already wrote)."""
         for write in writes:
-            if write.merge:
-                self._merge(write)
-            else:
-                mode: WriteMode = "overwrite" if write.overwrite else "append"
-                self._append(write.table, write.data, write.offset, write.provenance, mode)
+            try:
+                self._make(write)
+            except Exception as error:
+                if not lost_race(error):
+                    raise
+                self._tables.pop(write.table, None)  # `kraftlake maintain` compacted under the handle
+                self._make(write)
             failpoint(write.failpoint)
         published = False
         if image is not None and image.provenance.offset > self.last_published():
@@ -223,6 +225,13 @@ class DeltaSink:
         self._maintain([*(write.table for write in writes), IMAGES])
         self._sweep_if_due([write.table for write in writes], published)
         return published
+
+    def _make(self, write: TableWrite) -> None:
+        if write.merge:
+            self._merge(write)
+        else:
+            mode: WriteMode = "overwrite" if write.overwrite else "append"
+            self._append(write.table, write.data, write.offset, write.provenance, mode)
 
     def _batches_write(self, batches: Sequence[RecordBatch]) -> TableWrite | None:
         through = self.written_through(BATCHES)
@@ -374,10 +383,15 @@ class DeltaSink:
     def _maintain(self, tables: Iterator[str] | Sequence[str], above: int | None = None) -> None:
         """Re-bucket or compact each of `tables` that is due (`above`: as `compact_if_due`'s)."""
         for name in dict.fromkeys(tables):
-            if (name in TABLES and self._rebucket_if_due(name)) or compact_if_due(
-                self.warehouse, name, self._table(name), self.policy, above
-            ):
-                self._tables.pop(name, None)  # a rewritten table is reopened: its state starts small again
+            try:
+                if (name in TABLES and self._rebucket_if_due(name)) or compact_if_due(
+                    self.warehouse, name, self._table(name), self.policy, above
+                ):
+                    self._tables.pop(name, None)  # a rewritten table is reopened: its state starts small again
+            except Exception as error:
+                if not lost_race(error):
+                    raise
+                self._tables.pop(name, None)  # `kraftlake maintain` got there first: the next image retries
 
     def _sweep_if_due(self, written: Sequence[str], published: bool) -> None:
         """Every SWEEP_EVERY_IMAGES images, merge the small files of each table no image wrote since the

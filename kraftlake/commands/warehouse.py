@@ -72,12 +72,15 @@ def open_warehouse(args: argparse.Namespace) -> Any:
 
 @contextmanager
 def store_errors(uri: str) -> Iterator[None]:
-    """An unreachable store, a missing bucket or refused credentials: one line naming the warehouse URI."""
-    from jobs.store_errors import describe_store_error
+    """An unreachable store, a missing bucket, refused credentials, a full or read-only disk: one line naming
+    the warehouse URI."""
+    from jobs.store_errors import describe_store_error, is_store_error
 
     try:
         yield
-    except OSError as error:
+    except Exception as error:
+        if not is_store_error(error):
+            raise
         raise UserFacingError(f"warehouse {uri}: {describe_store_error(error)}") from None
 
 
