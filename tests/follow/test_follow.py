@@ -7,11 +7,13 @@ with one line."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from itertools import pairwise
@@ -36,6 +38,7 @@ from replay.log_replay import replay_paths
 from settings.jars import jar_dir
 from tests.fixtures.broker import create_topic
 from tests.harness.kafka_cluster import KafkaCluster
+from tests.harness.kafka_oracle import kafka_image, kafka_snapshots
 from tests.jobs.metadata_topic import drain, topic_messages
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,6 +67,16 @@ class FollowProcess:
             out, _ = self.process.communicate(timeout=60)
             self.output += out
         return self.process.returncode
+
+
+class PublishFollowProcess(FollowProcess):
+    """`kraftlake publish DIR --follow` as its own process."""
+
+    def __init__(self, directory: Path, bootstrap: str, topic: str, *extra: str) -> None:
+        super().__init__("", bootstrap, topic)
+        self.args = [sys.executable, "-m", "kraftlake.cli", "publish", str(directory), "--follow",
+                     "--poll-interval", "0.2", "--log-interval", "1", "--bootstrap-servers", bootstrap,
+                     "--topic", topic, *extra]
 
 
 def run_follow(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
@@ -266,6 +279,96 @@ def assert_snapshot_in_small_chunks(kafka: KafkaNode) -> None:
     on_disk = kafka.metadata_dir / snapshot.snapshot_id.file_name()
     if on_disk.exists():  # Kafka's cleaner may have deleted it since (a newer snapshot covers it)
         assert data == on_disk.read_bytes()
+
+
+class Linker:
+    """Hard links every segment and snapshot of a live metadata directory into `copy` as they appear, so the
+    copy keeps what Kafka's retention deletes (a hard link keeps the data; the active segment grows in both):
+    the oracle's whole log from offset 0."""
+
+    def __init__(self, directory: Path, copy: Path) -> None:
+        self.directory, self.copy = directory, copy
+        copy.mkdir(parents=True)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Linker:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            for path in [*self.directory.glob("*.log"), *self.directory.glob("*.checkpoint")]:
+                with contextlib.suppress(FileExistsError, FileNotFoundError):
+                    os.link(path, self.copy / path.name)
+
+
+def log_start(directory: Path) -> int:
+    return min(int(p.name[:20]) for p in directory.glob("*.log"))
+
+
+def test_publish_follow_tails_a_live_directory_past_kafkas_retention(
+    short_history_node: KafkaNode, kafka_broker, tmp_path: Path
+) -> None:
+    """`kraftlake publish DIR --follow` on the node's own directory while it runs, rolls a segment a second,
+    snapshots every 2 s and deletes what a snapshot covers: every batch once, in order, byte for byte; a
+    follower SIGKILLed while Kafka deletes what it had not read yet continues from the snapshot that replaced
+    it; the warehouse built from the topic answers offsets the node no longer has, equal to Kafka's own image
+    (the oracle, run on hard links of every file the node wrote) at every offset where a record changes it."""
+    kafka = short_history_node
+    kafka.wait_ready()
+    bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
+    status = tmp_path / "follow.status"
+    with Linker(kafka.metadata_dir, tmp_path / "all-files"):
+        tail = PublishFollowProcess(kafka.metadata_dir, bootstrap, topic, "--status-file", str(status)).start()
+        create_topics(kafka, "tail-before")
+        wait_published(bootstrap, topic, end_offset(kafka))
+        shown = run_follow("--status", str(status))
+        assert shown.returncode == 0 and re.match(r"offset \d+, end of log \d+, lag \d+", shown.stdout), shown
+        tail.finish(signal.SIGKILL)
+        read_before = read_tail(PublisherConfig(bootstrap, topic)).next_offset
+        create_topics(kafka, "tail-while-down")
+        deadline = time.monotonic() + 150  # Kafka's cleaner runs once a minute
+        while log_start(kafka.metadata_dir) <= read_before:
+            assert time.monotonic() < deadline, f"Kafka never deleted offset {read_before}"
+            time.sleep(0.5)
+        tail = PublishFollowProcess(kafka.metadata_dir, bootstrap, topic).start()
+        create_topics(kafka, "tail-after")
+        wait_published(bootstrap, topic, end_offset(kafka))
+        assert tail.finish() == 0
+        last = end_offset(kafka)
+    assert b"(Kafka's retention deleted them before they were read): continuing from snapshot" in tail.output
+    assert log_start(kafka.metadata_dir) > read_before
+
+    # the topic: the log from 0 up to where the first run stopped, then a whole snapshot, then the log on
+    everything = log_batches(tmp_path / "all-files")
+    messages = topic_messages(bootstrap, topic)
+    expected, snapshots = 0, list[SnapshotId]()
+    for message in messages:
+        snapshot = snapshot_of(message.key)
+        if snapshot is not None:
+            if not snapshots or snapshots[-1] != snapshot:
+                snapshots.append(snapshot)
+                expected = snapshot.end_offset
+            continue
+        assert decode_key(message.key) == expected and message.value == everything[expected]
+        expected = read_header(message.value, 0, topic).last_offset + 1
+    assert len(snapshots) == 1 and snapshots[0].end_offset > read_before and expected > last
+
+    # the warehouse answers offsets the node deleted, as Kafka's own image there
+    drain(bootstrap, topic, tmp_path / "warehouse", micro_batch=50)
+    warehouse = Warehouse(tmp_path / "warehouse")
+    kafka_images = kafka_snapshots(tmp_path / "all-files", tmp_path / "oracle")
+    answered = [o for o in sorted(kafka_images) if o < read_before or snapshots[0].end_offset <= o <= last]
+    assert any(o < log_start(kafka.metadata_dir) for o in answered) and len(answered) > 10
+    for offset in answered:
+        ours = image_at_offset(warehouse, offset).to_image()
+        theirs = kafka_image(kafka_images[offset])
+        assert canonical_json(ours, provenance=False) == canonical_json(theirs, provenance=False), offset
 
 
 def test_a_fresh_follower_starts_from_the_snapshot_when_kafka_deleted_the_log(
