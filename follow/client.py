@@ -89,9 +89,10 @@ class ControllerConnection:
         try:
             if security.uses_ssl:
                 self._socket = self._tls(security)
-            self.versions = self._negotiate()
+            offered = self._negotiate()
             if security.uses_sasl:
                 self._authenticate(security)
+            self.versions = self._choose(offered)
         except BaseException:
             self.close()
             raise
@@ -135,11 +136,14 @@ class ControllerConnection:
         except SecurityError as error:
             raise FollowError(f"{self.endpoint}: {error}") from None
 
-    def _negotiate(self) -> Versions:
+    def _negotiate(self) -> dict[int, tuple[int, int]]:
+        """The versions the listener offers per API (asked before authenticating, as Kafka's clients do)."""
         response = self._call(rpc.API_VERSIONS, 3, rpc.ApiVersionsRequest(CLIENT_ID, "1"), 0.0)
         if response.error_code:
             raise FollowError(f"{self.endpoint}: ApiVersions failed with {error_name(response.error_code)}")
-        offered = {key.api_key: (key.min_version, key.max_version) for key in response.api_keys}
+        return {key.api_key: (key.min_version, key.max_version) for key in response.api_keys}
+
+    def _choose(self, offered: dict[int, tuple[int, int]]) -> Versions:
         if rpc.FETCH_SNAPSHOT not in offered:
             raise FollowError(
                 f"{self.endpoint}: not a KRaft controller listener (it offers no FetchSnapshot): give "

@@ -37,7 +37,7 @@ from records.topic import decode_key, ends_snapshot, snapshot_of, starts_snapsho
 from replay.log_replay import replay_paths
 from settings.jars import jar_dir
 from tests.fixtures.broker import create_topic
-from tests.harness.kafka_cluster import KafkaCluster
+from tests.harness.kafka_cluster import SASL_CLIENT, SASL_MECHANISM, SASL_PASSWORD, SASL_USER, KafkaCluster
 from tests.harness.kafka_oracle import kafka_image, kafka_snapshots
 from tests.jobs.metadata_topic import drain, topic_messages
 
@@ -432,3 +432,27 @@ def test_a_controller_failover_under_the_follower(kafka_cluster: KafkaCluster, k
     assert b"leader change: offset" in follower.output
     assert f"leader {new} (epoch".encode() in follower.output
     assert assert_log_in_topic(bootstrap, topic, log_batches(survivor.metadata_dir)) >= end_offset(survivor) - 50
+
+
+def test_sasl_scram_against_a_real_sasl_listener(kafka_cluster: KafkaCluster, kafka_broker, tmp_path: Path) -> None:
+    """SaslHandshake + SaslAuthenticate (SCRAM-SHA-512) against the cluster's SASL_PLAINTEXT listener, whose
+    principal Kafka created at format time: the right password gets past authentication (to the check that
+    the listener is a controller's, which a broker's is not), a wrong one stops with one line naming the
+    endpoint; neither password is printed. The settings come as Kafka's client properties (sasl.jaas.config)
+    and as librdkafka's names (sasl.username/sasl.password)."""
+    bootstrap = kafka_broker.bootstrap_servers
+    listener = kafka_cluster.sasl_bootstrap_servers(kafka_cluster.brokers()[0])
+    common = ["--bootstrap-controllers", listener, "--bootstrap-servers", bootstrap, "--topic", create_topic(bootstrap)]
+    properties = tmp_path / "client.properties"
+    properties.write_text("".join(f"{key}={value}\n" for key, value in SASL_CLIENT.items()))
+    admitted = run_follow(*common, "--security-file", str(properties))
+    assert admitted.returncode == 2
+    assert f"kraftlake follow: {listener}: not a KRaft controller listener" in admitted.stderr.splitlines()[-1]
+    wrong = run_follow(*common, "--security", "security.protocol=SASL_PLAINTEXT", "--security",
+                       f"sasl.mechanism={SASL_MECHANISM}", "--security", f"sasl.username={SASL_USER}",
+                       "--security", "sasl.password=not-the-password")
+    assert wrong.returncode == 2
+    assert wrong.stderr.splitlines()[-1].startswith(
+        f"kraftlake follow: {listener}: authentication as '{SASL_USER}' with {SASL_MECHANISM} refused")
+    for done in (admitted, wrong):
+        assert SASL_PASSWORD not in done.stderr + done.stdout and "not-the-password" not in done.stderr + done.stdout
