@@ -232,7 +232,7 @@ SASL_AUTHENTICATE_REQUEST: StructSchema = _message(
 SASL_AUTHENTICATE_RESPONSE: StructSchema = _message(
     "SaslAuthenticateResponse", SASL_AUTHENTICATE, (2, 2), 2,
     Field("ErrorCode", INT16),
-    Field("ErrorMessage", STRING, nullable=0, default=None),
+    Field("ErrorMessage", STRING, nullable=0),
     Field("AuthBytes", BYTES),
     Field("SessionLifetimeMs", INT64, versions=1, default=0),
 )
