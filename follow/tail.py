@@ -156,18 +156,20 @@ class DirectoryTail:
     ) -> list[CommittedBatch | FetchedSnapshot]:
         handed: list[CommittedBatch | FetchedSnapshot] = []
         while cursor.byte < len(data):
-            if _incomplete(data, cursor.byte):
-                if not newest:
-                    raise FollowError(f"{source}, byte position {cursor.byte}: the segment ends inside a batch, "
-                                      f"and Kafka writes to a newer one (offset {self.position.next_offset} next)")
-                self._wait(f"{source}: the batch at byte {cursor.byte} is still being written")
-                break
             try:
+                if _incomplete(data, cursor.byte):
+                    if not newest:
+                        raise FollowError(f"{source}, byte position {cursor.byte}: the segment ends inside a batch, "
+                                          f"and Kafka writes to a newer one (offset {self.position.next_offset} next)")
+                    self._wait(f"{source}: the batch at byte {cursor.byte} is still being written")
+                    break
                 header = read_header(data, cursor.byte, source)
                 batch = decode_batch_at(data, header, source)
                 self._checker.check(batch, source)
-            except RecordFormatError as error:
-                raise FollowError(str(error)) from None
+            except (RecordFormatError, FollowError) as error:
+                if handed:
+                    break  # the batches before it go out first; the next poll stops at it
+                raise error if isinstance(error, FollowError) else FollowError(str(error)) from None
             raw = bytes(data[cursor.byte : cursor.byte + header.size_in_bytes])
             handed.append(CommittedBatch(raw, header._replace(position=0)))
             cursor.byte += header.size_in_bytes
