@@ -27,7 +27,7 @@ from follow.client import ControllerConnection, Endpoint, Versions, parse_endpoi
 from follow.observer import FetchedSnapshot, Observer, ObserverConfig
 from image_schema.canonical import canonical_json
 from kraftlake.kafka_node import KafkaNode, free_ports, kafka_uuid
-from lake.time_travel import image_at_offset, published_images
+from lake.time_travel import TimeTravelError, image_at_offset, published_images
 from lake.warehouse import Warehouse
 from records import decode_batch
 from records.batch import read_header
@@ -318,12 +318,16 @@ def test_publish_follow_tails_a_live_directory_past_kafkas_retention(
     snapshots every 2 s and deletes what a snapshot covers: every batch once, in order, byte for byte; a
     follower SIGKILLed while Kafka deletes what it had not read yet continues from the snapshot that replaced
     it; the warehouse built from the topic answers offsets the node no longer has, equal to Kafka's own image
-    (the oracle, run on hard links of every file the node wrote) at every offset where a record changes it."""
+    (the oracle, run on hard links of every file the node wrote) at every offset where a record changes it.
+    `kraftlake follow` (the network observer) runs beside it all along into its own topic: its warehouse
+    holds the whole log from offset 0, every offset the node deleted included."""
     kafka = short_history_node
     kafka.wait_ready()
     bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
     status = tmp_path / "follow.status"
+    observed = create_topic(bootstrap)
     with Linker(kafka.metadata_dir, tmp_path / "all-files"):
+        observer = FollowProcess(kafka.controller_endpoint, bootstrap, observed).start()
         tail = PublishFollowProcess(kafka.metadata_dir, bootstrap, topic, "--status-file", str(status)).start()
         create_topics(kafka, "tail-before")
         wait_published(bootstrap, topic, end_offset(kafka))
@@ -338,9 +342,10 @@ def test_publish_follow_tails_a_live_directory_past_kafkas_retention(
             time.sleep(0.5)
         tail = PublishFollowProcess(kafka.metadata_dir, bootstrap, topic).start()
         create_topics(kafka, "tail-after")
-        wait_published(bootstrap, topic, end_offset(kafka))
-        assert tail.finish() == 0
         last = end_offset(kafka)
+        wait_published(bootstrap, topic, last)
+        wait_published(bootstrap, observed, last)
+        assert tail.finish() == 0 and observer.finish() == 0
     assert b"(Kafka's retention deleted them before they were read): continuing from snapshot" in tail.output
     assert log_start(kafka.metadata_dir) > read_before
 
@@ -359,16 +364,30 @@ def test_publish_follow_tails_a_live_directory_past_kafkas_retention(
         expected = read_header(message.value, 0, topic).last_offset + 1
     assert len(snapshots) == 1 and snapshots[0].end_offset > read_before and expected > last
 
-    # the warehouse answers offsets the node deleted, as Kafka's own image there
-    drain(bootstrap, topic, tmp_path / "warehouse", micro_batch=50)
-    warehouse = Warehouse(tmp_path / "warehouse")
+    # the network observer's topic: Kafka's snapshot (a fetch at offset 0 is answered with it), then the log
+    # from its end, byte for byte
+    observed_messages = topic_messages(bootstrap, observed)
+    start = snapshot_of(observed_messages[0].key)
+    assert isinstance(start, SnapshotId)
+    observed_log = [m for m in observed_messages if snapshot_of(m.key) is None and decode_key(m.key) <= last]
+    assert [decode_key(m.key) for m in observed_log] == sorted(o for o in everything if start.end_offset <= o <= last)
+    assert all(m.value == everything[decode_key(m.key)] for m in observed_log)
+
+    # the warehouses answer offsets the node deleted, as Kafka's own image there
     kafka_images = kafka_snapshots(tmp_path / "all-files", tmp_path / "oracle")
-    answered = [o for o in sorted(kafka_images) if o < read_before or snapshots[0].end_offset <= o <= last]
-    assert any(o < log_start(kafka.metadata_dir) for o in answered) and len(answered) > 10
-    for offset in answered:
-        ours = image_at_offset(warehouse, offset).to_image()
-        theirs = kafka_image(kafka_images[offset])
-        assert canonical_json(ours, provenance=False) == canonical_json(theirs, provenance=False), offset
+    in_tail = [o for o in sorted(kafka_images) if o < read_before or snapshots[0].end_offset <= o <= last]
+    in_observed = [o for o in sorted(kafka_images) if start.end_offset - 1 <= o <= last]
+    deleted = log_start(kafka.metadata_dir)
+    assert any(o < deleted for o in in_tail) and len(in_tail) > 10 and in_observed[0] < deleted
+    for name, answered in ((topic, in_tail), (observed, in_observed)):
+        drain(bootstrap, name, tmp_path / name, micro_batch=50)
+        warehouse = Warehouse(tmp_path / name)
+        for offset in answered:
+            ours = image_at_offset(warehouse, offset).to_image()
+            theirs = kafka_image(kafka_images[offset])
+            assert canonical_json(ours, provenance=False) == canonical_json(theirs, provenance=False), offset
+    with pytest.raises(TimeTravelError, match=rf"before the history .* \(from {start.end_offset - 1}\)"):
+        image_at_offset(warehouse, 0)  # the observer's: nothing before Kafka's snapshot is invented
 
 
 def test_a_fresh_follower_starts_from_the_snapshot_when_kafka_deleted_the_log(
