@@ -329,23 +329,27 @@ def test_publish_follow_tails_a_live_directory_past_kafkas_retention(
     with Linker(kafka.metadata_dir, tmp_path / "all-files"):
         observer = FollowProcess(kafka.controller_endpoint, bootstrap, observed).start()
         tail = PublishFollowProcess(kafka.metadata_dir, bootstrap, topic, "--status-file", str(status)).start()
-        create_topics(kafka, "tail-before")
-        wait_published(bootstrap, topic, end_offset(kafka))
-        shown = run_follow("--status", str(status))
-        assert shown.returncode == 0 and re.match(r"offset \d+, end of log \d+, lag \d+", shown.stdout), shown
-        tail.finish(signal.SIGKILL)
-        read_before = read_tail(PublisherConfig(bootstrap, topic)).next_offset
-        create_topics(kafka, "tail-while-down")
-        deadline = time.monotonic() + 150  # Kafka's cleaner runs once a minute
-        while log_start(kafka.metadata_dir) <= read_before:
-            assert time.monotonic() < deadline, f"Kafka never deleted offset {read_before}"
-            time.sleep(0.5)
-        tail = PublishFollowProcess(kafka.metadata_dir, bootstrap, topic).start()
-        create_topics(kafka, "tail-after")
-        last = end_offset(kafka)
-        wait_published(bootstrap, topic, last)
-        wait_published(bootstrap, observed, last)
-        assert tail.finish() == 0 and observer.finish() == 0
+        try:
+            create_topics(kafka, "tail-before")
+            wait_published(bootstrap, topic, end_offset(kafka))
+            shown = run_follow("--status", str(status))
+            assert shown.returncode == 0 and re.match(r"offset \d+, end of log \d+, lag \d+", shown.stdout), shown
+            tail.finish(signal.SIGKILL)
+            read_before = read_tail(PublisherConfig(bootstrap, topic)).next_offset
+            create_topics(kafka, "tail-while-down")
+            deadline = time.monotonic() + 150  # Kafka's cleaner runs once a minute
+            while log_start(kafka.metadata_dir) <= read_before:
+                assert time.monotonic() < deadline, f"Kafka never deleted offset {read_before}"
+                time.sleep(0.5)
+            tail = PublishFollowProcess(kafka.metadata_dir, bootstrap, topic).start()
+            create_topics(kafka, "tail-after")
+            last = end_offset(kafka)
+            wait_published(bootstrap, topic, last)
+            wait_published(bootstrap, observed, last)
+            assert tail.finish() == 0 and observer.finish() == 0
+        finally:  # whatever failed, no follower outlives the test
+            for process in (tail, observer):
+                process.finish(signal.SIGKILL)
     assert b"(Kafka's retention deleted them before they were read): continuing from snapshot" in tail.output
     assert log_start(kafka.metadata_dir) > read_before
 
