@@ -1,14 +1,17 @@
-"""One TCP connection to a KRaft controller listener: ApiVersions first, then requests at the highest versions
-both sides speak (`records.rpc` holds the messages). PLAINTEXT only: SASL and SSL are not implemented yet.
+"""One TCP connection to a KRaft controller listener: TLS when `security.protocol` says so, ApiVersions, then
+SaslHandshake + SaslAuthenticate for SASL_*, then requests at the highest versions both sides speak
+(`records.rpc` holds the messages, `follow.security` the settings and the SASL mechanisms).
 """
 
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 from dataclasses import dataclass
 from typing import Any
 
+from follow.security import PLAINTEXT, Security, SecurityError, sasl_exchange
 from records import rpc
 from records.errors import RecordFormatError
 from records.rpc_frames import decode_response, encode_request
@@ -22,7 +25,8 @@ _MAX_RESPONSE = 256 << 20  # a Fetch asks for far less (`PartitionMaxBytes`); a 
 ERROR_NAMES = {
     -1: "UNKNOWN_SERVER_ERROR", 1: "OFFSET_OUT_OF_RANGE", 3: "UNKNOWN_TOPIC_OR_PARTITION", 6: "NOT_LEADER_OR_FOLLOWER",
     7: "REQUEST_TIMED_OUT", 8: "BROKER_NOT_AVAILABLE", 29: "TOPIC_AUTHORIZATION_FAILED",
-    31: "CLUSTER_AUTHORIZATION_FAILED", 35: "UNSUPPORTED_VERSION", 41: "NOT_CONTROLLER", 42: "INVALID_REQUEST",
+    31: "CLUSTER_AUTHORIZATION_FAILED", 33: "UNSUPPORTED_SASL_MECHANISM", 34: "ILLEGAL_SASL_STATE",
+    35: "UNSUPPORTED_VERSION", 58: "SASL_AUTHENTICATION_FAILED", 41: "NOT_CONTROLLER", 42: "INVALID_REQUEST",
     74: "FENCED_LEADER_EPOCH", 75: "UNKNOWN_LEADER_EPOCH", 98: "SNAPSHOT_NOT_FOUND", 99: "POSITION_OUT_OF_RANGE",
     100: "UNKNOWN_TOPIC_ID", 103: "INCONSISTENT_TOPIC_ID", 104: "INCONSISTENT_CLUSTER_ID",
 }
@@ -73,7 +77,7 @@ class Versions:
 class ControllerConnection:
     """A blocking connection; every failure to reach or understand the endpoint raises naming it."""
 
-    def __init__(self, endpoint: Endpoint, timeout_s: float) -> None:
+    def __init__(self, endpoint: Endpoint, timeout_s: float, security: Security = PLAINTEXT) -> None:
         self.endpoint = endpoint
         self._timeout_s = timeout_s
         self._correlation = 0
@@ -83,7 +87,12 @@ class ControllerConnection:
             raise Unreachable(f"{endpoint}: cannot connect: {error.strerror or error}") from None
         self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
-            self.versions = self._negotiate()
+            if security.uses_ssl:
+                self._socket = self._tls(security)
+            offered = self._negotiate()
+            if security.uses_sasl:
+                self._authenticate(security)
+            self.versions = self._choose(offered)
         except BaseException:
             self.close()
             raise
@@ -96,11 +105,45 @@ class ControllerConnection:
         version = self.versions.fetch if api_key == rpc.FETCH else self.versions.fetch_snapshot
         return self._call(api_key, version, body, wait_s)
 
-    def _negotiate(self) -> Versions:
+    def _tls(self, security: Security) -> socket.socket:
+        try:
+            context = security.ssl_context()
+            return context.wrap_socket(self._socket, server_hostname=self.endpoint.host)
+        except SecurityError as error:
+            raise FollowError(f"{self.endpoint}: {error}") from None
+        except ssl.SSLError as error:  # a refused certificate is not cured by retrying
+            raise FollowError(f"{self.endpoint}: TLS handshake failed: {error.reason or error}") from None
+        except OSError as error:
+            raise Unreachable(f"{self.endpoint}: TLS handshake failed: {error.strerror or error}") from None
+
+    def _authenticate(self, security: Security) -> None:
+        """SaslHandshake v1, then SaslAuthenticate v2 rounds until the mechanism is done (KIP-152)."""
+        handshake = self._call(rpc.SASL_HANDSHAKE, 1, rpc.SaslHandshakeRequest(security.mechanism), 0.0)
+        if handshake.error_code:
+            offered = ", ".join(handshake.mechanisms) or "none"
+            raise FollowError(f"{self.endpoint}: SASL mechanism {security.mechanism} refused "
+                              f"({error_name(handshake.error_code)}; the listener offers {offered})")
+        exchange = sasl_exchange(security)
+        challenge: bytes | None = None
+        try:
+            while (message := exchange.respond(challenge)) is not None:
+                answer = self._call(rpc.SASL_AUTHENTICATE, 2, rpc.SaslAuthenticateRequest(message), 0.0)
+                if answer.error_code:
+                    reason = answer.error_message or error_name(answer.error_code)
+                    raise FollowError(f"{self.endpoint}: authentication as {security.username!r} with "
+                                      f"{security.mechanism} refused: {reason}")
+                challenge = answer.auth_bytes
+        except SecurityError as error:
+            raise FollowError(f"{self.endpoint}: {error}") from None
+
+    def _negotiate(self) -> dict[int, tuple[int, int]]:
+        """The versions the listener offers per API (asked before authenticating, as Kafka's clients do)."""
         response = self._call(rpc.API_VERSIONS, 3, rpc.ApiVersionsRequest(CLIENT_ID, "1"), 0.0)
         if response.error_code:
             raise FollowError(f"{self.endpoint}: ApiVersions failed with {error_name(response.error_code)}")
-        offered = {key.api_key: (key.min_version, key.max_version) for key in response.api_keys}
+        return {key.api_key: (key.min_version, key.max_version) for key in response.api_keys}
+
+    def _choose(self, offered: dict[int, tuple[int, int]]) -> Versions:
         if rpc.FETCH_SNAPSHOT not in offered:
             raise FollowError(
                 f"{self.endpoint}: not a KRaft controller listener (it offers no FetchSnapshot): give "

@@ -19,21 +19,57 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
-from controller.publisher import ProducerSession, PublisherConfig, ensure_topic, read_tail
+from controller.publisher import ProducerSession, PublisherConfig, TopicTail, ensure_topic, read_tail
 from follow.client import FollowError
 from follow.observer import CommittedBatch, FetchedSnapshot, Observer, ObserverConfig
+from follow.status import write_status
+from follow.tail import DirectoryTail, TailConfig
 from records.batch import decode_batch
 from records.topic import encode_snapshot_key, ends_snapshot, starts_snapshot
 
 log = logging.getLogger(__name__)
 
 
+class SourcePosition(Protocol):
+    next_offset: int
+    high_watermark: int
+
+    def describe(self) -> str: ...
+
+
+class Source(Protocol):
+    """Where committed batches come from: a quorum's leader (`Observer`) or a node's directory (`DirectoryTail`)."""
+
+    @property
+    def position(self) -> SourcePosition: ...
+
+    @property
+    def leader_changes(self) -> int: ...
+
+    def poll(self) -> list[CommittedBatch | FetchedSnapshot]: ...
+
+    def close(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class FollowConfig:
-    observer: ObserverConfig
+    source: ObserverConfig | TailConfig
     publisher: PublisherConfig
     log_interval_s: float = 10.0  # how often the position is logged (and on every leader change)
+    status_file: Path | None = None  # rewritten with every position line, for `kraftlake follow --status`
+
+
+def open_source(config: ObserverConfig | TailConfig, tail: TopicTail) -> Source:
+    """The source, positioned after what the topic holds."""
+    if isinstance(config, TailConfig):
+        # the directory's snapshot replaces one the topic ends inside; the log then follows from its end
+        return DirectoryTail(config, tail.next_offset, snapshot_first=tail.cut_snapshot is not None)
+    # a topic that ends inside a snapshot starts over at 0, which the leader answers with its newest snapshot
+    start, epoch = (0, 0) if tail.cut_snapshot is not None else (tail.next_offset, tail.last_epoch)
+    return Observer(config, start, epoch)
 
 
 class Follower:
@@ -69,31 +105,40 @@ class Follower:
         ensure_topic(publisher)
         tail = read_tail(publisher)
         self._reached_topic = True
-        start, epoch = (0, 0) if tail.cut_snapshot is not None else (tail.next_offset, tail.last_epoch)
+        source = open_source(self.config.source, tail)
+        start = source.position.next_offset
         log.info("follow: topic %s holds the log up to offset %d; fetching from offset %d",
                  publisher.topic, tail.next_offset - 1, start)
-        self.published_offset = start - 1
-        observer = Observer(self.config.observer, start, epoch)
+        self.published_offset = tail.next_offset - 1 if tail.cut_snapshot is None else -1
         session = ProducerSession(publisher)
         next_log = time.monotonic()
-        changes = observer.leader_changes
+        changes = source.leader_changes
         try:
             while not self.stop.is_set():
-                handed = observer.poll()
+                handed = source.poll()
                 for item in handed:
                     self._produce(session, item)
                 if handed:
                     session.flush()
                     while not session.caught_up():
                         session.flush()
-                    self.published_offset = max(self.published_offset, observer.position.next_offset - 1)
-                if time.monotonic() >= next_log or observer.leader_changes != changes:
-                    log.info("follow: %s; %d messages published", observer.position.describe(), self.messages)
+                    self.published_offset = max(self.published_offset, source.position.next_offset - 1)
+                if time.monotonic() >= next_log or source.leader_changes != changes:
+                    self._report(source)
                     next_log = time.monotonic() + self.config.log_interval_s
-                    changes = observer.leader_changes
+                    changes = source.leader_changes
         finally:
-            observer.close()
+            source.close()
             session.close()
+
+    def _report(self, source: Source) -> None:
+        """The position line, and the same in the status file."""
+        line = f"{source.position.describe()}; {self.messages} messages published"
+        log.info("follow: %s", line)
+        if self.config.status_file is not None:
+            position = source.position
+            write_status(self.config.status_file, line, self.published_offset, position.high_watermark,
+                         self.config.log_interval_s)
 
     def _produce(self, session: ProducerSession, item: CommittedBatch | FetchedSnapshot) -> None:
         if isinstance(item, CommittedBatch):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from follow.client import ControllerConnection, Endpoint, FollowError, Unreachable, error_name
+from follow.security import PLAINTEXT, Security
 from records import rpc
 from records.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, read_header
 from records.errors import RecordFormatError
@@ -47,6 +48,7 @@ class ObserverConfig:
     retry_backoff_s: float = 0.2
     retry_backoff_max_s: float = 5.0
     connect_timeout_s: float = 30.0  # the first controller must answer within this; later outages are waited out
+    security: Security = PLAINTEXT  # the controller listener's security.protocol, SASL and SSL settings
 
 
 @dataclass(frozen=True)
@@ -283,7 +285,7 @@ class Observer:
         if self._connection is not None:
             return self._connection
         endpoint = self._leader_endpoint or self.config.bootstrap[self._bootstrap_turn % len(self.config.bootstrap)]
-        self._connection = ControllerConnection(endpoint, self.config.request_timeout_s)
+        self._connection = ControllerConnection(endpoint, self.config.request_timeout_s, self.config.security)
         self._ever_connected = True
         return self._connection
 

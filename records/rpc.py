@@ -31,9 +31,14 @@ from records.schema import (
 )
 
 FETCH = 1
+SASL_HANDSHAKE = 17
 API_VERSIONS = 18
+SASL_AUTHENTICATE = 36
 FETCH_SNAPSHOT = 59
-API_NAMES: dict[int, str] = {FETCH: "Fetch", API_VERSIONS: "ApiVersions", FETCH_SNAPSHOT: "FetchSnapshot"}
+API_NAMES: dict[int, str] = {
+    FETCH: "Fetch", SASL_HANDSHAKE: "SaslHandshake", API_VERSIONS: "ApiVersions",
+    SASL_AUTHENTICATE: "SaslAuthenticate", FETCH_SNAPSHOT: "FetchSnapshot",
+}
 
 _MAX_INT32 = 0x7FFFFFFF
 _MAX_INT64 = 0x7FFFFFFFFFFFFFFF
@@ -211,11 +216,36 @@ FETCH_SNAPSHOT_RESPONSE: StructSchema = _message(
     Field("NodeEndpoints", Array(_SNAPSHOT_NODE_ENDPOINT), versions=1, tag=0),
 )
 
+# -- SASL (SaslHandshakeRequest.json v1: never flexible; SaslAuthenticateRequest.json v2: flexible) -------------
+
+SASL_HANDSHAKE_REQUEST: StructSchema = _message(
+    "SaslHandshakeRequest", SASL_HANDSHAKE, (1, 1), 2, Field("Mechanism", LEGACY_STRING)
+)
+SASL_HANDSHAKE_RESPONSE: StructSchema = _message(
+    "SaslHandshakeResponse", SASL_HANDSHAKE, (1, 1), 2,
+    Field("ErrorCode", INT16),
+    Field("Mechanisms", Array(LEGACY_STRING)),
+)
+SASL_AUTHENTICATE_REQUEST: StructSchema = _message(
+    "SaslAuthenticateRequest", SASL_AUTHENTICATE, (2, 2), 2, Field("AuthBytes", BYTES)
+)
+SASL_AUTHENTICATE_RESPONSE: StructSchema = _message(
+    "SaslAuthenticateResponse", SASL_AUTHENTICATE, (2, 2), 2,
+    Field("ErrorCode", INT16),
+    Field("ErrorMessage", STRING, nullable=0),
+    Field("AuthBytes", BYTES),
+    Field("SessionLifetimeMs", INT64, versions=1, default=0),
+)
+
 REQUESTS: dict[int, StructSchema] = {
-    s.cls.API_KEY: s for s in (API_VERSIONS_REQUEST, FETCH_REQUEST, FETCH_SNAPSHOT_REQUEST)
+    s.cls.API_KEY: s
+    for s in (API_VERSIONS_REQUEST, FETCH_REQUEST, FETCH_SNAPSHOT_REQUEST, SASL_HANDSHAKE_REQUEST,
+              SASL_AUTHENTICATE_REQUEST)
 }
 RESPONSES: dict[int, StructSchema] = {
-    s.cls.API_KEY: s for s in (API_VERSIONS_RESPONSE, FETCH_RESPONSE, FETCH_SNAPSHOT_RESPONSE)
+    s.cls.API_KEY: s
+    for s in (API_VERSIONS_RESPONSE, FETCH_RESPONSE, FETCH_SNAPSHOT_RESPONSE, SASL_HANDSHAKE_RESPONSE,
+              SASL_AUTHENTICATE_RESPONSE)
 }
 
 RequestHeader = REQUEST_HEADER.cls
@@ -247,3 +277,7 @@ SnapshotTopicResponse = _SNAPSHOT_RESPONSE_TOPIC.cls
 SnapshotPartitionResponse = _SNAPSHOT_RESPONSE_PARTITION.cls
 SnapshotLeader = _SNAPSHOT_LEADER.cls
 SnapshotNodeEndpoint = _SNAPSHOT_NODE_ENDPOINT.cls
+SaslHandshakeRequest = SASL_HANDSHAKE_REQUEST.cls
+SaslHandshakeResponse = SASL_HANDSHAKE_RESPONSE.cls
+SaslAuthenticateRequest = SASL_AUTHENTICATE_REQUEST.cls
+SaslAuthenticateResponse = SASL_AUTHENTICATE_RESPONSE.cls

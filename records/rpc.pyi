@@ -12,10 +12,16 @@ FETCH_REQUEST: StructSchema
 FETCH_RESPONSE: StructSchema
 FETCH_SNAPSHOT_REQUEST: StructSchema
 FETCH_SNAPSHOT_RESPONSE: StructSchema
+SASL_HANDSHAKE_REQUEST: StructSchema
+SASL_HANDSHAKE_RESPONSE: StructSchema
+SASL_AUTHENTICATE_REQUEST: StructSchema
+SASL_AUTHENTICATE_RESPONSE: StructSchema
 REQUESTS: dict[int, StructSchema]
 RESPONSES: dict[int, StructSchema]
 FETCH: int
+SASL_HANDSHAKE: int
 API_VERSIONS: int
+SASL_AUTHENTICATE: int
 FETCH_SNAPSHOT: int
 
 
@@ -300,6 +306,62 @@ class SnapshotNodeEndpoint(_Generated):
     def host(self) -> str: ...
     @property
     def port(self) -> int: ...
+
+
+class SaslHandshakeRequest(_Generated):
+    API_KEY: ClassVar[int]
+    def __new__(
+        cls,
+        mechanism: str = ...,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ...,
+    ) -> Self: ...
+    @property
+    def mechanism(self) -> str: ...
+
+
+class SaslHandshakeResponse(_Generated):
+    API_KEY: ClassVar[int]
+    def __new__(
+        cls,
+        error_code: int = ...,
+        mechanisms: tuple[str, ...] = ...,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ...,
+    ) -> Self: ...
+    @property
+    def error_code(self) -> int: ...
+    @property
+    def mechanisms(self) -> tuple[str, ...]: ...
+
+
+class SaslAuthenticateRequest(_Generated):
+    API_KEY: ClassVar[int]
+    def __new__(
+        cls,
+        auth_bytes: bytes = ...,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ...,
+    ) -> Self: ...
+    @property
+    def auth_bytes(self) -> bytes: ...
+
+
+class SaslAuthenticateResponse(_Generated):
+    API_KEY: ClassVar[int]
+    def __new__(
+        cls,
+        error_code: int = ...,
+        error_message: str | None = ...,
+        auth_bytes: bytes = ...,
+        session_lifetime_ms: int = ...,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ...,
+    ) -> Self: ...
+    @property
+    def error_code(self) -> int: ...
+    @property
+    def error_message(self) -> str | None: ...
+    @property
+    def auth_bytes(self) -> bytes: ...
+    @property
+    def session_lifetime_ms(self) -> int: ...
 
 
 class ApiVersionsResponse(_Generated):

@@ -340,6 +340,35 @@ def _decode_legacy_string(src: _Source, target: str, nullable: bool, context: st
     src.emit("    pos = end")
 
 
+def _legacy_string_array(ftype: Any) -> bool:
+    """An array of legacy strings: below the flexible versions an int32 count, then int16-length strings
+    (SaslHandshakeResponse's Mechanisms)."""
+    return isinstance(ftype, Array) and ftype.element is LEGACY_STRING
+
+
+def _decode_legacy_string_array(src: _Source, target: str, context: str) -> None:
+    count, item = src.fresh("n"), src.fresh("s")
+    src.emit(f"{count}, = _unpack('>i', buf, pos)")
+    src.emit("pos += 4")
+    src.emit(f"{target} = []")
+    src.emit(f"for _ in range({count}):")
+    src.depth += 1
+    _decode_legacy_string(src, item, False, context)
+    src.emit(f"{target}.append({item})")
+    src.depth -= 1
+    src.emit(f"{target} = tuple({target})")
+
+
+def _encode_legacy_string_array(src: _Source, expr: str, context: str) -> None:
+    items = src.fresh("a")
+    src.emit(f"{items} = {expr}")
+    src.emit(f"out += _pack('>i', len({items}))")
+    src.emit(f"for {items}_item in {items}:")
+    src.depth += 1
+    _encode_legacy_string(src, f"{items}_item", False, context)
+    src.depth -= 1
+
+
 def _encode_legacy_string(src: _Source, expr: str, nullable: bool, context: str) -> None:
     value = src.fresh("v")
     src.emit(f"{value} = {expr}")
@@ -418,6 +447,9 @@ def _generate(schema: StructSchema, version: int) -> tuple[Callable, Callable]:
         if run:
             _decode_fixed(dec, run)
             run = []
+        if not flexible and _legacy_string_array(f.type):
+            _decode_legacy_string_array(dec, f.attr, f"{schema.name}.{f.name}")
+            continue
         _decode_value(dec, f.type, f.attr, version, f.nullable_in(version), f"{schema.name}.{f.name}")
     if run:
         _decode_fixed(dec, run)
@@ -433,6 +465,9 @@ def _generate(schema: StructSchema, version: int) -> tuple[Callable, Callable]:
 
     enc = _Source()
     for f in untagged:
+        if not flexible and _legacy_string_array(f.type):
+            _encode_legacy_string_array(enc, f"msg.{f.attr}", f"{schema.name}.{f.name}")
+            continue
         _encode_value(enc, f.type, f"msg.{f.attr}", version, f.nullable_in(version), f"{schema.name}.{f.name}")
     if flexible:
         _encode_tags(enc, schema, version, tagged)
@@ -517,9 +552,10 @@ def _encode_tags(enc: _Source, schema: StructSchema, version: int, tagged: list[
 
 def _check_non_flexible(schema: StructSchema, version: int, present: list[Field]) -> None:
     """Below its flexible versions a message is generated only when every field has the same encoding in
-    both formats: fixed-width fields and legacy strings, no tags."""
+    both formats: fixed-width fields, legacy strings and arrays of them, no tags."""
     for f in present:
-        if f.tag is not None or not (f.type is LEGACY_STRING or (isinstance(f.type, Primitive) and f.type.size)):
+        fixed = isinstance(f.type, Primitive) and f.type.size
+        if f.tag is not None or not (f.type is LEGACY_STRING or fixed or _legacy_string_array(f.type)):
             raise ValueError(
                 f"{schema.name} version {version} is not flexible: its field {f.name} has no non-flexible codec here"
             )

@@ -2,6 +2,7 @@
 streaming job (`kraftlake materialize`, `spark-submit jobs/materialize.py`) then replays.
 
 Exactly once by offset: a rerun publishes only what the topic lacks (see `controller.log_dir_publisher`).
+With `--follow` it keeps tailing a live node's directory as Kafka writes it (`follow.tail`) until interrupted.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from kraftlake.commands.follow import add_follower_arguments, run_follower
 from kraftlake.config import resolve_bootstrap
 from kraftlake.errors import UserFacingError
 
@@ -17,9 +19,11 @@ from kraftlake.errors import UserFacingError
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("publish", help="put a __cluster_metadata-0 directory into the metadata topic")
     parser.add_argument("directory", type=Path, help="a __cluster_metadata-0 directory or the log dir holding it")
-    parser.add_argument("--topic", help="default: [kafka] topic in the config")
-    parser.add_argument("--bootstrap-servers", help="Kafka to write to (default: [kafka] or the local broker)")
-    parser.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
+    parser.add_argument("--follow", action="store_true",
+                        help="keep tailing the directory of a running node as Kafka writes it, until interrupted")
+    parser.add_argument("--poll-interval", type=float, default=0.5,
+                        help="with --follow: seconds between looks at the directory when nothing was new")
+    add_follower_arguments(parser)
     parser.set_defaults(handler=run)
 
 
@@ -31,6 +35,8 @@ def run(args: argparse.Namespace) -> int:
     from records.errors import NotAMetadataLogError, RecordFormatError
     from settings import load_kraftlake
 
+    if args.follow:
+        return _follow(args)
     kafka = load_kraftlake(args.config).kafka
     bootstrap = resolve_bootstrap(args.bootstrap_servers or kafka.bootstrap_servers or None)
     config = PublisherConfig(bootstrap, topic=args.topic or kafka.topic)
@@ -52,3 +58,15 @@ def run(args: argparse.Namespace) -> int:
     what = " and ".join(parts) if parts else "nothing new (the topic already holds this log)"
     print(f"published {what} to topic {config.topic}: {result.messages} messages")
     return 0
+
+
+def _follow(args: argparse.Namespace) -> int:
+    from follow.tail import TailConfig
+    from records.errors import NotAMetadataLogError
+    from records.files import metadata_log_dir
+
+    try:
+        directory = metadata_log_dir(args.directory)
+    except NotAMetadataLogError as error:
+        raise UserFacingError(str(error)) from None
+    return run_follower(args, TailConfig(directory, args.poll_interval))

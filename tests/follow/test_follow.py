@@ -7,11 +7,13 @@ with one line."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from itertools import pairwise
@@ -25,7 +27,7 @@ from follow.client import ControllerConnection, Endpoint, Versions, parse_endpoi
 from follow.observer import FetchedSnapshot, Observer, ObserverConfig
 from image_schema.canonical import canonical_json
 from kraftlake.kafka_node import KafkaNode, free_ports, kafka_uuid
-from lake.time_travel import image_at_offset, published_images
+from lake.time_travel import TimeTravelError, image_at_offset, published_images
 from lake.warehouse import Warehouse
 from records import decode_batch
 from records.batch import read_header
@@ -35,7 +37,8 @@ from records.topic import decode_key, ends_snapshot, snapshot_of, starts_snapsho
 from replay.log_replay import replay_paths
 from settings.jars import jar_dir
 from tests.fixtures.broker import create_topic
-from tests.harness.kafka_cluster import KafkaCluster
+from tests.harness.kafka_cluster import SASL_CLIENT, SASL_MECHANISM, SASL_PASSWORD, SASL_USER, KafkaCluster
+from tests.harness.kafka_oracle import kafka_image, kafka_snapshots
 from tests.jobs.metadata_topic import drain, topic_messages
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,6 +67,16 @@ class FollowProcess:
             out, _ = self.process.communicate(timeout=60)
             self.output += out
         return self.process.returncode
+
+
+class PublishFollowProcess(FollowProcess):
+    """`kraftlake publish DIR --follow` as its own process."""
+
+    def __init__(self, directory: Path, bootstrap: str, topic: str, *extra: str) -> None:
+        super().__init__("", bootstrap, topic)
+        self.args = [sys.executable, "-m", "kraftlake.cli", "publish", str(directory), "--follow",
+                     "--poll-interval", "0.2", "--log-interval", "1", "--bootstrap-servers", bootstrap,
+                     "--topic", topic, *extra]
 
 
 def run_follow(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
@@ -268,6 +281,119 @@ def assert_snapshot_in_small_chunks(kafka: KafkaNode) -> None:
         assert data == on_disk.read_bytes()
 
 
+class Linker:
+    """Hard links every segment and snapshot of a live metadata directory into `copy` as they appear, so the
+    copy keeps what Kafka's retention deletes (a hard link keeps the data; the active segment grows in both):
+    the oracle's whole log from offset 0."""
+
+    def __init__(self, directory: Path, copy: Path) -> None:
+        self.directory, self.copy = directory, copy
+        copy.mkdir(parents=True)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Linker:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            for path in [*self.directory.glob("*.log"), *self.directory.glob("*.checkpoint")]:
+                with contextlib.suppress(FileExistsError, FileNotFoundError):
+                    os.link(path, self.copy / path.name)
+
+
+def log_start(directory: Path) -> int:
+    return min(int(p.name[:20]) for p in directory.glob("*.log"))
+
+
+def test_publish_follow_tails_a_live_directory_past_kafkas_retention(
+    short_history_node: KafkaNode, kafka_broker, tmp_path: Path
+) -> None:
+    """`kraftlake publish DIR --follow` on the node's own directory while it runs, rolls a segment a second,
+    snapshots every 2 s and deletes what a snapshot covers: every batch once, in order, byte for byte; a
+    follower SIGKILLed while Kafka deletes what it had not read yet continues from the snapshot that replaced
+    it; the warehouse built from the topic answers offsets the node no longer has, equal to Kafka's own image
+    (the oracle, run on hard links of every file the node wrote) at every offset where a record changes it.
+    `kraftlake follow` (the network observer) runs beside it all along into its own topic: its warehouse
+    holds the whole log from offset 0, every offset the node deleted included."""
+    kafka = short_history_node
+    kafka.wait_ready()
+    bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
+    status = tmp_path / "follow.status"
+    observed = create_topic(bootstrap)
+    with Linker(kafka.metadata_dir, tmp_path / "all-files"):
+        observer = FollowProcess(kafka.controller_endpoint, bootstrap, observed).start()
+        tail = PublishFollowProcess(kafka.metadata_dir, bootstrap, topic, "--status-file", str(status)).start()
+        try:
+            create_topics(kafka, "tail-before")
+            wait_published(bootstrap, topic, end_offset(kafka))
+            shown = run_follow("--status", str(status))
+            assert shown.returncode == 0 and re.match(r"offset \d+, end of log \d+, lag \d+", shown.stdout), shown
+            tail.finish(signal.SIGKILL)
+            read_before = read_tail(PublisherConfig(bootstrap, topic)).next_offset
+            create_topics(kafka, "tail-while-down")
+            deadline = time.monotonic() + 150  # Kafka's cleaner runs once a minute
+            while log_start(kafka.metadata_dir) <= read_before:
+                assert time.monotonic() < deadline, f"Kafka never deleted offset {read_before}"
+                time.sleep(0.5)
+            tail = PublishFollowProcess(kafka.metadata_dir, bootstrap, topic).start()
+            create_topics(kafka, "tail-after")
+            last = end_offset(kafka)
+            wait_published(bootstrap, topic, last)
+            wait_published(bootstrap, observed, last)
+            assert tail.finish() == 0 and observer.finish() == 0
+        finally:  # whatever failed, no follower outlives the test
+            for process in (tail, observer):
+                process.finish(signal.SIGKILL)
+    assert b"(Kafka's retention deleted them before they were read): continuing from snapshot" in tail.output
+    assert log_start(kafka.metadata_dir) > read_before
+
+    # the topic: the log from 0 up to where the first run stopped, then a whole snapshot, then the log on
+    everything = log_batches(tmp_path / "all-files")
+    messages = topic_messages(bootstrap, topic)
+    expected, snapshots = 0, list[SnapshotId]()
+    for message in messages:
+        snapshot = snapshot_of(message.key)
+        if snapshot is not None:
+            if not snapshots or snapshots[-1] != snapshot:
+                snapshots.append(snapshot)
+                expected = snapshot.end_offset
+            continue
+        assert decode_key(message.key) == expected and message.value == everything[expected]
+        expected = read_header(message.value, 0, topic).last_offset + 1
+    assert len(snapshots) == 1 and snapshots[0].end_offset > read_before and expected > last
+
+    # the network observer's topic: Kafka's snapshot (a fetch at offset 0 is answered with it), then the log
+    # from its end, byte for byte
+    observed_messages = topic_messages(bootstrap, observed)
+    start = snapshot_of(observed_messages[0].key)
+    assert isinstance(start, SnapshotId)
+    observed_log = [m for m in observed_messages if snapshot_of(m.key) is None and decode_key(m.key) <= last]
+    assert [decode_key(m.key) for m in observed_log] == sorted(o for o in everything if start.end_offset <= o <= last)
+    assert all(m.value == everything[decode_key(m.key)] for m in observed_log)
+
+    # the warehouses answer offsets the node deleted, as Kafka's own image there
+    kafka_images = kafka_snapshots(tmp_path / "all-files", tmp_path / "oracle")
+    in_tail = [o for o in sorted(kafka_images) if o < read_before or snapshots[0].end_offset <= o <= last]
+    in_observed = [o for o in sorted(kafka_images) if start.end_offset - 1 <= o <= last]
+    deleted = log_start(kafka.metadata_dir)
+    assert any(o < deleted for o in in_tail) and len(in_tail) > 10 and in_observed[0] < deleted
+    for name, answered in ((topic, in_tail), (observed, in_observed)):
+        drain(bootstrap, name, tmp_path / name, micro_batch=50)
+        warehouse = Warehouse(tmp_path / name)
+        for offset in answered:
+            ours = image_at_offset(warehouse, offset).to_image()
+            theirs = kafka_image(kafka_images[offset])
+            assert canonical_json(ours, provenance=False) == canonical_json(theirs, provenance=False), offset
+    with pytest.raises(TimeTravelError, match=rf"before the history .* \(from {start.end_offset - 1}\)"):
+        image_at_offset(warehouse, 0)  # the observer's: nothing before Kafka's snapshot is invented
+
+
 def test_a_fresh_follower_starts_from_the_snapshot_when_kafka_deleted_the_log(
     short_history_node: KafkaNode, kafka_broker, tmp_path: Path
 ) -> None:
@@ -329,3 +455,27 @@ def test_a_controller_failover_under_the_follower(kafka_cluster: KafkaCluster, k
     assert b"leader change: offset" in follower.output
     assert f"leader {new} (epoch".encode() in follower.output
     assert assert_log_in_topic(bootstrap, topic, log_batches(survivor.metadata_dir)) >= end_offset(survivor) - 50
+
+
+def test_sasl_scram_against_a_real_sasl_listener(kafka_cluster: KafkaCluster, kafka_broker, tmp_path: Path) -> None:
+    """SaslHandshake + SaslAuthenticate (SCRAM-SHA-512) against the cluster's SASL_PLAINTEXT listener, whose
+    principal Kafka created at format time: the right password gets past authentication (to the check that
+    the listener is a controller's, which a broker's is not), a wrong one stops with one line naming the
+    endpoint; neither password is printed. The settings come as Kafka's client properties (sasl.jaas.config)
+    and as librdkafka's names (sasl.username/sasl.password)."""
+    bootstrap = kafka_broker.bootstrap_servers
+    listener = kafka_cluster.sasl_bootstrap_servers(kafka_cluster.brokers()[0])
+    common = ["--bootstrap-controllers", listener, "--bootstrap-servers", bootstrap, "--topic", create_topic(bootstrap)]
+    properties = tmp_path / "client.properties"
+    properties.write_text("".join(f"{key}={value}\n" for key, value in SASL_CLIENT.items()))
+    admitted = run_follow(*common, "--security-file", str(properties))
+    assert admitted.returncode == 2
+    assert f"kraftlake follow: {listener}: not a KRaft controller listener" in admitted.stderr.splitlines()[-1]
+    wrong = run_follow(*common, "--security", "security.protocol=SASL_PLAINTEXT", "--security",
+                       f"sasl.mechanism={SASL_MECHANISM}", "--security", f"sasl.username={SASL_USER}",
+                       "--security", "sasl.password=not-the-password")
+    assert wrong.returncode == 2
+    assert wrong.stderr.splitlines()[-1].startswith(
+        f"kraftlake follow: {listener}: authentication as '{SASL_USER}' with {SASL_MECHANISM} refused")
+    for done in (admitted, wrong):
+        assert SASL_PASSWORD not in done.stderr + done.stdout and "not-the-password" not in done.stderr + done.stdout

@@ -104,7 +104,8 @@ def compare_struct(
         tag = kfield.get("tag") if flexible and _in(kfield.get("taggedVersions"), version) else None
         if field.tag != tag:
             problems.append(f"{at}: tag {field.tag} != Kafka's {tag}")
-        legacy = kfield.get("flexibleVersions") == "none" and kfield["type"] == "string"
+        # a string is int16-length where the field is never flexible, and in every version that is not flexible
+        legacy = (kfield.get("flexibleVersions") == "none" or not flexible) and kfield["type"] == "string"
         if legacy != (field.type == LEGACY_STRING):
             problems.append(f"{at}: legacy (int16-length) string {field.type == LEGACY_STRING} != Kafka's {legacy}")
         element = field.type.element if isinstance(field.type, Array) else field.type
@@ -166,7 +167,9 @@ def test_every_control_record_type_is_kafkas() -> None:
 
 
 RPCS = (rpc.REQUEST_HEADER, rpc.RESPONSE_HEADER, rpc.API_VERSIONS_REQUEST, rpc.API_VERSIONS_RESPONSE,
-        rpc.FETCH_REQUEST, rpc.FETCH_RESPONSE, rpc.FETCH_SNAPSHOT_REQUEST, rpc.FETCH_SNAPSHOT_RESPONSE)
+        rpc.FETCH_REQUEST, rpc.FETCH_RESPONSE, rpc.FETCH_SNAPSHOT_REQUEST, rpc.FETCH_SNAPSHOT_RESPONSE,
+        rpc.SASL_HANDSHAKE_REQUEST, rpc.SASL_HANDSHAKE_RESPONSE, rpc.SASL_AUTHENTICATE_REQUEST,
+        rpc.SASL_AUTHENTICATE_RESPONSE)
 
 
 @pytest.mark.parametrize("schema", RPCS, ids=[s.name for s in RPCS])
