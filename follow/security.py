@@ -8,15 +8,13 @@ The password is held here only: `__repr__` hides it, and no message built from t
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import re
-import secrets
 import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from scramp import ScramClient, ScramException
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -130,54 +128,31 @@ class PlainExchange(SaslExchange):
 
 
 class ScramExchange(SaslExchange):
-    """RFC 5802 without channel binding, as Kafka's ScramSaslServer speaks it (no SASLprep: Kafka applies none)."""
+    """RFC 5802 without channel binding, as Kafka's ScramSaslServer speaks it, through `scramp` (a maintained
+    SCRAM implementation: security code is not ours to hand-write)."""
 
-    def __init__(self, username: str, password: str, hash_name: str) -> None:
-        self._password, self._hash = password.encode(), hash_name
-        self._nonce = secrets.token_urlsafe(24)
-        name = username.replace("=", "=3D").replace(",", "=2C")
-        self._first_bare = f"n={name},r={self._nonce}"
+    def __init__(self, username: str, password: str, mechanism: str) -> None:
+        self._client = ScramClient([mechanism], username, password)
         self._step = 0
-        self._server_signature = b""
 
     def respond(self, challenge: bytes | None) -> bytes | None:
         self._step += 1
         if self._step == 1:
-            return f"n,,{self._first_bare}".encode()
+            return self._client.get_client_first().encode()
         if challenge is None:
             raise SecurityError("SCRAM: the server sent no challenge")
-        if self._step == 2:
-            return self._final(challenge.decode())
-        fields = _scram_fields(challenge.decode())
-        if "e" in fields or base64.b64decode(fields.get("v", "")) != self._server_signature:
-            raise SecurityError(f"SCRAM: the server's final message does not prove it knows the credential "
-                                f"({fields.get('e', 'wrong signature')})")
+        try:
+            if self._step == 2:
+                self._client.set_server_first(challenge.decode())
+                return self._client.get_client_final().encode()
+            self._client.set_server_final(challenge.decode())
+        except ScramException as error:
+            raise SecurityError(f"SCRAM: {error}") from None
         return None
-
-    def _final(self, server_first: str) -> bytes:
-        fields = _scram_fields(server_first)
-        if not fields.get("r", "").startswith(self._nonce) or "s" not in fields or "i" not in fields:
-            raise SecurityError(f"SCRAM: unexpected server-first message {server_first!r}")
-        salted = hashlib.pbkdf2_hmac(self._hash, self._password, base64.b64decode(fields["s"]), int(fields["i"]))
-        client_key = self._hmac(salted, b"Client Key")
-        without_proof = f"c=biws,r={fields['r']}"
-        auth_message = f"{self._first_bare},{server_first},{without_proof}".encode()
-        signature = self._hmac(hashlib.new(self._hash, client_key).digest(), auth_message)
-        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
-        self._server_signature = self._hmac(self._hmac(salted, b"Server Key"), auth_message)
-        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
-
-    def _hmac(self, key: bytes, message: bytes) -> bytes:
-        return hmac.new(key, message, self._hash).digest()
-
-
-def _scram_fields(message: str) -> dict[str, str]:
-    return dict(part.split("=", 1) for part in message.split(",") if "=" in part)
 
 
 def sasl_exchange(security: Security) -> SaslExchange:
     assert security.username is not None and security.password is not None  # parse_security requires them
     if security.mechanism == "PLAIN":
         return PlainExchange(security.username, security.password)
-    return ScramExchange(security.username, security.password, security.mechanism.removeprefix("SCRAM-").replace(
-        "-", "").lower())
+    return ScramExchange(security.username, security.password, security.mechanism)
