@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from itertools import islice
 from pathlib import Path
 
-from records import compression, framing
+from records import compression, framing, rpc
 from records import metadata_types as mt
 from records.batch import (
     COMPRESSION_MASK,
@@ -20,9 +20,10 @@ from records.batch import (
     scan_batches,
 )
 from records.control_types import BY_CONTROL_TYPE
+from records.rpc_frames import response_header_version
 from records.topic import SNAPSHOT_KEY, encode_key
 from tests.conftest import SAMPLES
-from tests.fuzz.targets import CONTROL_ENTRY, ENDS_BATCH, RECORD_ENTRY, SEGMENT_MARK
+from tests.fuzz.targets import CONTROL_ENTRY, ENDS_BATCH, RECORD_ENTRY, RPC_APIS, SEGMENT_MARK
 from tests.replay.builders import rich_records
 
 REGRESSIONS = Path(__file__).parent / "regressions"
@@ -177,6 +178,38 @@ def _entries_of(found: RecordBatch) -> bytes:
     return b"".join(out)
 
 
+def rpc_response_seeds() -> Iterator[bytes]:
+    """Each API's response at each version restated; Fetch responses carry the head of each sample log."""
+    heads = [b"".join(_raw_batches(_read(relative), 20)) for relative in LOGS]
+    for index, api in enumerate(RPC_APIS):
+        schema = rpc.RESPONSES[api]
+        for version in range(schema.min_version, schema.max_version + 1):
+            bodies = [fetch_response(records) for records in heads] if api == rpc.FETCH else [RPC_BODIES[api]]
+            for body in bodies:
+                out = bytearray()
+                rpc.RESPONSE_HEADER.codec(response_header_version(api, version))[1](rpc.ResponseHeader(7), out)
+                schema.codec(version)[1](body, out)
+                yield bytes([index, version - schema.min_version]) + bytes(out)
+
+
+def fetch_response(records: bytes) -> object:
+    partition = rpc.PartitionData(partition_index=0, high_watermark=100, records=records,
+                                  current_leader=rpc.LeaderIdAndEpoch(1, 3))
+    return rpc.FetchResponse(responses=(rpc.FetchableTopicResponse(topic_id=TOPIC_ID, partitions=(partition,)),),
+                             node_endpoints=(rpc.FetchNodeEndpoint(1, "localhost", 9093, None),))
+
+
+TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
+RPC_BODIES: dict[int, object] = {
+    rpc.FETCH_SNAPSHOT: rpc.FetchSnapshotResponse(topics=(rpc.SnapshotTopicResponse("__cluster_metadata", (
+        rpc.SnapshotPartitionResponse(index=0, snapshot_id=rpc.RequestedSnapshotId(20, 3), size=3,
+                                      unaligned_records=b"abc"),)),)),
+    rpc.API_VERSIONS: rpc.ApiVersionsResponse(api_keys=(rpc.ApiVersion(1, 4, 18), rpc.ApiVersion(59, 0, 1))),
+    rpc.SASL_HANDSHAKE: rpc.SaslHandshakeResponse(mechanisms=("PLAIN", "SCRAM-SHA-512")),
+    rpc.SASL_AUTHENTICATE: rpc.SaslAuthenticateResponse(auth_bytes=b"r=abc,s=c2FsdA==,i=4096"),
+}
+
+
 SEEDS: dict[str, Callable[[], Iterator[bytes]]] = {
     "batch": batch_seeds,
     "metadata_value": metadata_value_seeds,
@@ -186,6 +219,7 @@ SEEDS: dict[str, Callable[[], Iterator[bytes]]] = {
     "snapshot_file": snapshot_file_seeds,
     "replay": replay_seeds,
     "replay_records": replay_records_seeds,
+    "rpc_response": rpc_response_seeds,
 }
 
 

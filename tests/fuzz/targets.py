@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from image_schema.canonical import canonical_json
-from records import compression, framing
+from records import compression, framing, rpc
 from records.batch import RecordBatch, decode_batch, decode_batches, encode_batch, make_batch
 from records.control_types import CONTROL_VALUE_VERSION
 from records.errors import RecordFormatError
 from records.files import SnapshotId, read_snapshot
 from records.headers import LEADER_EPOCH_CHECKPOINT
 from records.json_form import message_to_json
+from records.rpc_frames import decode_response
 from records.topic import SNAPSHOT_KEY, decode_key, ends_snapshot, snapshot_of, starts_snapshot
 from replay.errors import ReplayError
 from replay.loader import BatchLoader
@@ -35,6 +36,8 @@ from replay.log_replay import replay_paths
 EXPECTED_ERRORS = (RecordFormatError, ReplayError)
 SEGMENT_MARK = b"\n--segment--\n"  # log_dir inputs: leader-epoch-checkpoint text, this mark, segment bytes
 SEGMENT_NAME = "00000000000000000000.log"
+RPC_APIS = (rpc.FETCH, rpc.FETCH_SNAPSHOT, rpc.API_VERSIONS, rpc.SASL_HANDSHAKE, rpc.SASL_AUTHENTICATE)
+ENDPOINT = "controller-1:9093"  # what the follow client names a response by: its bytes came off a socket
 
 
 class UnlocatedError(AssertionError):
@@ -207,6 +210,31 @@ def _batch(before: list[RecordBatch], messages: list[Any], control: bool) -> Rec
     return make_batch(base, 1, 1_700_000_000_000 + base, messages, control=control)
 
 
+def rpc_response(data: bytes) -> None:
+    """A controller's response to the follow client: byte 0 picks the API, byte 1 the version (among those
+    `records.rpc` restates), the rest is the response's bytes without the size prefix; then the record
+    batches a Fetch response carries, read as the observer reads them."""
+    if len(data) < 2:
+        return
+    api = RPC_APIS[data[0] % len(RPC_APIS)]
+    schema = rpc.RESPONSES[api]
+    version = schema.min_version + data[1] % (schema.max_version - schema.min_version + 1)
+    _, body = decode_response(api, version, data[2:], ENDPOINT)
+    if api == rpc.FETCH:
+        for topic in body.responses:
+            for partition in topic.partitions:
+                for _ in decode_batches(partition.records or b"", ENDPOINT):
+                    pass
+
+
+def endpoint_error(error: RecordFormatError) -> RecordFormatError:
+    """A response that does not parse is located by the endpoint and API its message names (the batches it
+    carries by their byte position, as any batch)."""
+    if error.position is None and error.offset is None and error.source == ENDPOINT:
+        return error.located(position=0)
+    return error
+
+
 @dataclass(frozen=True)
 class Target:
     name: str
@@ -225,6 +253,7 @@ TARGETS: dict[str, Target] = {
         Target("snapshot_file", snapshot_file),
         Target("replay", replay),
         Target("replay_records", replay_records),
+        Target("rpc_response", rpc_response, endpoint_error),
     )
 }
 
