@@ -30,6 +30,8 @@ from jobs.kafka_topic import KafkaTopicError, TopicMessage, collect_messages
 from jobs.store_errors import describe_store_error
 from lake.gc_pause import paused_collector
 from lake.pipeline import MetadataPipeline
+from lake.sink import WriterFencedError
+from lake.source import SourceMismatchError, topic_source
 from lake.warehouse import Warehouse, WarehouseLayoutError
 from records import RecordBatch, SnapshotId, decode_batch
 from records.errors import RecordFormatError
@@ -105,7 +107,8 @@ class MicroBatchWriter:
                     return
                 self.pipeline = self._rebuilt(before_kafka_offset=messages[0][0])
             self._apply(self.pipeline, messages)
-        except (MaterializeError, ReplayError, KafkaTopicError, WarehouseLayoutError) as error:
+        except (MaterializeError, ReplayError, KafkaTopicError, WarehouseLayoutError, SourceMismatchError,
+                WriterFencedError) as error:
             self.failure = str(error)
             raise
         except OSError as error:  # the store refused or could not be reached: nothing past this was published
@@ -139,6 +142,7 @@ class MicroBatchWriter:
             hold_gaps=True,
             idle_publish_ms=int(self.config.idle_publish_seconds * 1000),
             coalesce_backlog=self.config.coalesce_backlog,
+            source=topic_source(self.config.bootstrap_servers, self.config.topic),
         )
         self._catch_up(pipeline, before_kafka_offset)
         return pipeline
