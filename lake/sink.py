@@ -172,8 +172,9 @@ class DeltaSink:
             if holder != self._epoch:
                 raise WriterFencedError(
                     f"warehouse {self.warehouse.uri}: another writer (writer epoch {holder}) took it over; this "
-                    f"one (epoch {self._epoch}) stopped after offset {self.written_through(IMAGES)}, the last "
-                    "image it published (nothing published is lost; one writer per warehouse at a time)"
+                    f"one (epoch {self._epoch}) stopped; the warehouse holds images through offset "
+                    f"{table.transaction_version(self._txn_id(IMAGES))} (nothing published is lost; one writer "
+                    "per warehouse at a time)"
                 )
         known, found = self._through.get(name), table.transaction_version(self._txn_id(name))
         if known is not None and found is not None and found > known:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from lake.source import SOURCE
 from lake.warehouse import BATCHES, IMAGES, Warehouse, all_tables
 
 
@@ -14,10 +15,12 @@ def _sorted_rows(warehouse: Warehouse, name: str, drop: tuple[str, ...] = ()) ->
 
 
 def warehouse_contents(warehouse: Warehouse) -> dict[str, Any]:
-    """Every table's rows (order-free), the published image offsets (sorted, duplicates kept), the batches."""
+    """Every table's rows (order-free), the published image offsets (sorted, duplicates kept), the batches,
+    the source but where it was read."""
     contents: dict[str, Any] = {
-        name: _sorted_rows(warehouse, name) for name in all_tables() if name not in (IMAGES, BATCHES)
+        name: _sorted_rows(warehouse, name) for name in all_tables() if name not in (IMAGES, BATCHES, SOURCE)
     }
+    contents[SOURCE] = _sorted_rows(warehouse, SOURCE, drop=("location",))  # where a copy of the log was read
     contents[BATCHES] = _sorted_rows(warehouse, BATCHES)
     images = warehouse.table(IMAGES).to_pyarrow_table().to_pylist()
     contents["image_offsets"] = sorted(row["offset"] for row in images)
