@@ -56,6 +56,7 @@ class MaterializeConfig:
     coalesce_backlog: bool = False  # hold images of a backlog (see lake.pipeline)
     storage_options: tuple[tuple[str, str], ...] = ()  # for the warehouse; delta-rs reads AWS_* besides
     kafka_options: tuple[tuple[str, str], ...] = ()  # Kafka client options (Java names), Spark's `kafka.X`
+    cluster_id: str | None = None  # the cluster whose log the topic holds, when the operator says (lake.source)
 
 
 class MaterializeError(Exception):
@@ -142,7 +143,7 @@ class MicroBatchWriter:
             hold_gaps=True,
             idle_publish_ms=int(self.config.idle_publish_seconds * 1000),
             coalesce_backlog=self.config.coalesce_backlog,
-            source=topic_source(self.config.bootstrap_servers, self.config.topic),
+            source=topic_source(self.config.bootstrap_servers, self.config.topic, self.config.cluster_id),
         )
         self._catch_up(pipeline, before_kafka_offset)
         return pipeline
@@ -272,6 +273,8 @@ def parse_args(argv: list[str] | None) -> MaterializeConfig:
     parser.add_argument("--topic", required=True)
     parser.add_argument("--warehouse", required=True, help="a local path or an object-store URI")
     parser.add_argument("--checkpoint", type=Path, required=True)
+    parser.add_argument("--cluster-id",
+                        help="the cluster whose log the topic holds: the warehouse records it, refuses another")
     parser.add_argument("--trigger-seconds", type=float, default=1.0)
     parser.add_argument("--available-now", action="store_true", help="drain the topic, then stop")
     parser.add_argument("--max-offsets-per-trigger", type=int)

@@ -3,7 +3,8 @@ by every later writer, so two clusters' logs are never mixed into one image.
 
 The `source` table (one row, written once with an app transaction, so two first writers cannot both
 record one) names the source: its kind (a log directory, a metadata topic), where it was read, the
-cluster id when one is known (`meta.properties` beside a log directory) and the offset the warehouse's
+cluster id when one is known (`meta.properties` beside a log directory, `--cluster-id` of the streaming
+job) and the offset the warehouse's
 history starts at. A Delta table rather than a marker file: its one commit is as atomic on an object store
 (delta-rs's conditional put) as on a disk, any Delta reader shows it, and maintenance treats it like the rest.
 
@@ -65,8 +66,9 @@ def directory_source(log_dir: Path) -> SourceIdentity:
     return SourceIdentity("directory", str(log_dir.absolute()), _cluster_id(log_dir.parent / META_PROPERTIES))
 
 
-def topic_source(bootstrap_servers: str, topic: str) -> SourceIdentity:
-    return SourceIdentity("topic", f"{bootstrap_servers}/{topic}")
+def topic_source(bootstrap_servers: str, topic: str, cluster_id: str | None = None) -> SourceIdentity:
+    """A metadata topic's source; the topic does not say which cluster's log it holds, its operator may."""
+    return SourceIdentity("topic", f"{bootstrap_servers}/{topic}", cluster_id)
 
 
 def _cluster_id(properties: Path) -> str | None:
