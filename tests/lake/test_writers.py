@@ -60,33 +60,36 @@ def test_two_ingests_started_at_once(samples_dir: Path, tmp_path: Path, referenc
     assert len(contents["image_offsets"]) == len(set(contents["image_offsets"]))
 
 
-def _stopped_writer_is_fenced(directory: Path, warehouse: Warehouse, reference: dict) -> None:
-    """Writer 1 is stopped after its first images; writer 2 runs whole; writer 1, resumed, is fenced."""
-    zombie = _start(directory, warehouse)
+def _takeover(directory: Path, warehouse: Warehouse, reference: dict, signal_first: signal.Signals) -> None:
+    """Writer 1 is stopped (SIGSTOP) or killed (SIGKILL) after its first images; writer 2 runs whole; writer 1,
+    if only stopped, resumes and is fenced."""
+    first = _start(directory, warehouse)
     deadline = time.monotonic() + 120
-    while _published(warehouse) < 2 and zombie.poll() is None and time.monotonic() < deadline:
+    while _published(warehouse) < 2 and first.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    zombie.send_signal(signal.SIGSTOP)
+    first.send_signal(signal_first)
     try:
-        assert zombie.poll() is None, "writer 1 ended before it could be stopped mid-run"
+        assert first.poll() is None or first.returncode == -signal.SIGKILL, "writer 1 ended before the signal"
         taking_over = _finish(_start(directory, warehouse))
         assert taking_over == (0, ""), taking_over
     finally:
-        zombie.send_signal(signal.SIGCONT)
-    code, stderr = _finish(zombie)
-    assert code == 2, stderr
-    assert len(stderr.strip().splitlines()) == 1 and warehouse.uri in stderr and FENCED in stderr, stderr
+        first.send_signal(signal.SIGCONT)
+    code, stderr = _finish(first)
+    if signal_first == signal.SIGSTOP:
+        assert code == 2, stderr
+        assert len(stderr.strip().splitlines()) == 1 and warehouse.uri in stderr and FENCED in stderr, stderr
     contents = warehouse_contents(warehouse)
     assert contents == reference
     assert len(contents["image_offsets"]) == len(set(contents["image_offsets"]))
 
 
-def test_a_stopped_writer_is_fenced_by_the_one_that_took_over(
-    samples_dir: Path, tmp_path: Path, reference: dict
+@pytest.mark.parametrize("signal_first", [signal.SIGSTOP, signal.SIGKILL], ids=["stopped", "killed"])
+def test_a_writer_takes_over_from_a_stopped_or_killed_one(
+    samples_dir: Path, tmp_path: Path, reference: dict, signal_first: signal.Signals
 ) -> None:
-    _stopped_writer_is_fenced(samples_dir / SAMPLE, Warehouse(tmp_path / "warehouse"), reference)
+    _takeover(samples_dir / SAMPLE, Warehouse(tmp_path / "warehouse"), reference, signal_first)
 
 
 def test_a_stopped_writer_is_fenced_on_s3(s3_store: S3Store, samples_dir: Path, reference: dict) -> None:
     warehouse = Warehouse(s3_store.uri(f"writers-{uuid.uuid4().hex[:8]}"), s3_store.storage_options())
-    _stopped_writer_is_fenced(samples_dir / SAMPLE, warehouse, reference)
+    _takeover(samples_dir / SAMPLE, warehouse, reference, signal.SIGSTOP)
