@@ -352,7 +352,7 @@ class DeltaSink:
             self._epoch = epoch
             return
         raise WriterFencedError(
-            f"warehouse {self.warehouse.uri}: other writers keep claiming it; this one wrote nothing "
+            f"warehouse {self.warehouse.uri}: other writers keep claiming it; this one published nothing "
             "(one writer per warehouse at a time)"
         )
 
