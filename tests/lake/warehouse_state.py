@@ -15,12 +15,11 @@ def _sorted_rows(warehouse: Warehouse, name: str, drop: tuple[str, ...] = ()) ->
 
 
 def warehouse_contents(warehouse: Warehouse) -> dict[str, Any]:
-    """Every table's rows (order-free), the published image offsets (sorted, duplicates kept), the batches,
-    the source but where it was read."""
+    """Every table's rows (order-free), the published image offsets (sorted, duplicates kept), the batches;
+    not the `source` row, which says how the log was read (a directory, a topic), not what the tables hold."""
     contents: dict[str, Any] = {
         name: _sorted_rows(warehouse, name) for name in all_tables() if name not in (IMAGES, BATCHES, SOURCE)
     }
-    contents[SOURCE] = _sorted_rows(warehouse, SOURCE, drop=("location",))  # where a copy of the log was read
     contents[BATCHES] = _sorted_rows(warehouse, BATCHES)
     images = warehouse.table(IMAGES).to_pyarrow_table().to_pylist()
     contents["image_offsets"] = sorted(row["offset"] for row in images)
