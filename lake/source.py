@@ -4,16 +4,17 @@ by every later writer, so two clusters' logs are never mixed into one image.
 The `source` table (one row, written once with an app transaction, so two first writers cannot both
 record one) names the source: its kind (a log directory, a metadata topic), where it was read, the
 cluster id when one is known (`meta.properties` beside a log directory, `--cluster-id` of the streaming
-job) and the offset the warehouse's
-history starts at. A Delta table rather than a marker file: its one commit is as atomic on an object store
-(delta-rs's conditional put) as on a disk, any Delta reader shows it, and maintenance treats it like the rest.
+job) and the offset the warehouse's history starts at. A Delta table rather than a marker file: its one
+commit is as atomic on an object store (delta-rs's conditional put) as on a disk, any Delta reader shows it,
+and maintenance treats it like the rest.
 
 A later writer is refused, before it writes anything, when its cluster id differs from the recorded one,
 or when a batch it reads at an offset the warehouse already holds differs from the warehouse's batch there
-(`batches`: offsets, epoch, append time to the millisecond, record count, size in bytes). That content check
-runs at the warehouse's first and last batch, whichever the writer's log covers, which also tells apart two
-clusters that carry no cluster id (or the same default one). A longer copy of the same log, another node's
-replica of the same cluster (Raft copies batches byte for byte) and a restarted job pass both checks.
+(its `batches` row: offsets, epoch, append time to the millisecond, record count, size in bytes; header
+fields the batch's CRC covers, which the decoder does not keep). That content check runs at the warehouse's
+first and last batch, whichever the writer's log covers, which also tells apart two clusters that carry no
+cluster id (or the same default one). A longer copy of the same log, another node's replica of the same
+cluster (Raft copies batches byte for byte) and a restarted job pass both checks.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ SOURCE_SCHEMA = pa.schema([
     ("kind", pa.string()),  # "directory", "topic", or "unnamed" (a library caller that named none)
     ("location", pa.string()),  # the directory, or bootstrap servers / topic
     ("cluster_id", pa.string()),  # null when the source does not say
-    ("first_offset", pa.int64()),  # where the warehouse's history starts (a snapshot's last offset, or 0)
+    ("first_offset", pa.int64()),  # where its history starts (a snapshot's last offset, or 0; -1: not known)
 ])
 META_PROPERTIES = "meta.properties"
 
