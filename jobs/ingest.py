@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 from lake.ingest import ingest, terminal_progress
+from lake.sink import WriterFencedError
+from lake.source import SourceMismatchError
 from lake.warehouse import Warehouse
 
 
@@ -23,9 +25,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--image-every", type=int,
                         help="publish an image every this many offsets (default: as `kraftlake ingest`)")
     args = parser.parse_args(argv)
-    result = ingest(
-        args.directory, Warehouse(args.warehouse), image_every=args.image_every, progress=terminal_progress()
-    )
+    try:
+        result = ingest(
+            args.directory, Warehouse(args.warehouse), image_every=args.image_every, progress=terminal_progress()
+        )
+    except (SourceMismatchError, WriterFencedError) as error:
+        print(f"ingest: {error}", file=sys.stderr)
+        return 2
     print(f"ingested offsets {result.first_offset}..{result.last_offset}: {result.images_published} images published")
     return 0
 

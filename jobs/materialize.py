@@ -30,6 +30,8 @@ from jobs.kafka_topic import KafkaTopicError, TopicMessage, collect_messages
 from jobs.store_errors import describe_store_error, is_store_error
 from lake.gc_pause import paused_collector
 from lake.pipeline import MetadataPipeline
+from lake.sink import WriterFencedError
+from lake.source import SourceMismatchError, topic_source
 from lake.warehouse import Warehouse, WarehouseLayoutError
 from records import RecordBatch, SnapshotId, decode_batch
 from records.errors import RecordFormatError
@@ -54,6 +56,7 @@ class MaterializeConfig:
     coalesce_backlog: bool = False  # hold images of a backlog (see lake.pipeline)
     storage_options: tuple[tuple[str, str], ...] = ()  # for the warehouse; delta-rs reads AWS_* besides
     kafka_options: tuple[tuple[str, str], ...] = ()  # Kafka client options (Java names), Spark's `kafka.X`
+    cluster_id: str | None = None  # the cluster whose log the topic holds, when the operator says (lake.source)
 
 
 class MaterializeError(Exception):
@@ -105,7 +108,8 @@ class MicroBatchWriter:
                     return
                 self.pipeline = self._rebuilt(before_kafka_offset=messages[0][0])
             self._apply(self.pipeline, messages)
-        except (MaterializeError, ReplayError, KafkaTopicError, WarehouseLayoutError) as error:
+        except (MaterializeError, ReplayError, KafkaTopicError, WarehouseLayoutError, SourceMismatchError,
+                WriterFencedError) as error:
             self.failure = str(error)
             raise
         except Exception as error:  # the store refused, is full or could not be reached: nothing past this was
@@ -141,6 +145,7 @@ class MicroBatchWriter:
             hold_gaps=True,
             idle_publish_ms=int(self.config.idle_publish_seconds * 1000),
             coalesce_backlog=self.config.coalesce_backlog,
+            source=topic_source(self.config.bootstrap_servers, self.config.topic, self.config.cluster_id),
         )
         self._catch_up(pipeline, before_kafka_offset)
         return pipeline
@@ -300,6 +305,8 @@ def parse_args(argv: list[str] | None) -> MaterializeConfig:
     parser.add_argument("--topic", required=True)
     parser.add_argument("--warehouse", required=True, help="a local path or an object-store URI")
     parser.add_argument("--checkpoint", type=Path, required=True)
+    parser.add_argument("--cluster-id",
+                        help="the cluster whose log the topic holds: the warehouse records it, refuses another")
     parser.add_argument("--trigger-seconds", type=float, default=1.0)
     parser.add_argument("--available-now", action="store_true", help="drain the topic, then stop")
     parser.add_argument("--max-offsets-per-trigger", type=int)

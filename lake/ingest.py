@@ -22,8 +22,9 @@ from pathlib import Path
 from lake.gc_pause import paused_collector
 from lake.maintenance import MaintenancePolicy
 from lake.pipeline import MetadataPipeline
+from lake.source import directory_source
 from lake.warehouse import Warehouse
-from records.files import LogReader, read_snapshot
+from records.files import LogReader, metadata_log_dir, read_snapshot
 from replay.log_replay import history_sources
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
@@ -45,8 +46,10 @@ def ingest(
     progress: Progress | None = None,
     policy: MaintenancePolicy | None = None,
 ) -> IngestResult:
-    """Publish an image every `image_every` offsets (None: catch up, see above) and at the end."""
-    pipeline = MetadataPipeline(warehouse, coalesce_backlog=image_every is None, policy=policy)
+    """Publish an image every `image_every` offsets (None: catch up, see above) and at the end. The warehouse
+    must hold this directory's cluster, or nothing yet (`lake.source`)."""
+    source = directory_source(metadata_log_dir(directory).path)
+    pipeline = MetadataPipeline(warehouse, coalesce_backlog=image_every is None, policy=policy, source=source)
     with paused_collector():
         return _ingest(directory, pipeline, image_every or DEFAULT_IMAGE_EVERY, progress)
 

@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from image_schema.changes import ChangeRecorder, RowVersion
 from lake.maintenance import MaintenancePolicy
 from lake.sink import DeltaSink, PublishedImage
+from lake.source import SourceIdentity
 from lake.warehouse import Warehouse
 from records import RecordBatch, SnapshotId
 from records.headers import epoch_regression
@@ -54,8 +55,9 @@ class MetadataPipeline:
         idle_publish_ms: int = 0,
         coalesce_backlog: bool = False,
         policy: MaintenancePolicy | None = None,
+        source: SourceIdentity | None = None,
     ) -> None:
-        self.sink = DeltaSink(warehouse, app_id, policy)
+        self.sink = DeltaSink(warehouse, app_id, policy, source)
         self.idle_publish_ms = idle_publish_ms
         self.coalesce_backlog = coalesce_backlog
         self._versions: list[RowVersion] = []  # recorded for images held back

@@ -13,6 +13,15 @@ compacted once it holds `compact_above_files` files too many (per bucket, for th
 table's merge names the buckets it touches, so Delta rewrites only their files, and a current table whose
 size left its bucket count's range is re-bucketed in one overwrite; a table handle is reopened every
 `REOPEN_EVERY_COMMITS` commits (delta-rs's in-memory state of a long-open handle grows with every commit).
+
+One writer at a time: before its first commit a sink checks its source against the warehouse's (`lake.source`)
+and claims the warehouse with the next writer epoch, an app transaction `<app_id>:writer` committed to
+`images`. Every `images` commit carries that transaction too, so it fails (delta-rs: a concurrent
+transaction) when another writer claimed the warehouse since this one last read `images`: the older writer
+is fenced at its next publish, and the newer one takes over where the warehouse is, at once, whether the
+older one died or still runs (as Kafka fences a producer by its epoch). A data table another writer committed
+to since this sink read it (a commit that conflicted, a handle reopened on a newer version) is read again
+and the image's writes prepared afresh, leaving out what the tables already hold.
 """
 
 from __future__ import annotations
@@ -25,12 +34,14 @@ from typing import Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import CommitFailedError
 
 from failpoints import failpoint
 from image_schema.changes import RowVersion
 from image_schema.tables import TABLES, Row
 from lake.handles import OPEN_TABLES
 from lake.maintenance import MaintenancePolicy, compact_if_due, lost_race, prune_log
+from lake.source import SOURCE, SourceIdentity, SourceMismatchError, check_batch, check_cluster, mismatch, table_data
 from lake.warehouse import (
     BATCHES,
     BATCHES_SCHEMA,
@@ -64,6 +75,15 @@ PRUNE_EVERY_COMMITS = 10  # one listing of the `_delta_log` (about 120 entries)
 # ROWS_PER_BUCKET * GROW_ABOVE]: a table hovering at a size never flips between two counts
 GROW_ABOVE = 2
 SHRINK_BELOW = 8
+CONFLICT_RETRIES = 3  # a conflict is another writer's commit: reread and retry this often, then stop
+
+
+class WriterFencedError(Exception):
+    """Another writer claimed the warehouse: this one stops before publishing anything more."""
+
+
+class _StaleTable(Exception):
+    """A table another writer committed to since this sink read it: read the tables again, then retry."""
 
 
 @dataclass(frozen=True)
@@ -108,16 +128,22 @@ class CheckpointState:
 
 
 class DeltaSink:
-    """The only writer of one warehouse. `app_id` names the writer in the tables' app transactions."""
+    """The only writer of one warehouse (see the module's docstring). `app_id` names the writer in the
+    tables' app transactions; `source` says where its batches come from (refused if not the warehouse's)."""
 
     def __init__(
-        self, warehouse: Warehouse, app_id: str = "kraftlake", policy: MaintenancePolicy | None = None
+        self,
+        warehouse: Warehouse,
+        app_id: str = "kraftlake",
+        policy: MaintenancePolicy | None = None,
+        source: SourceIdentity | None = None,
     ) -> None:
         warehouse.create()
         OPEN_TABLES.forget(warehouse)  # readers of this process may hold handles of a warehouse rebuilt here
         self.warehouse = warehouse
         self.app_id = app_id
         self.policy = policy or MaintenancePolicy()
+        self.source = source or SourceIdentity()
         self._tables: dict[str, DeltaTable] = {}
         self._commits: dict[str, int] = {}
         self._through: dict[str, int] = {}
@@ -125,6 +151,9 @@ class DeltaSink:
         self._written_since_sweep: set[str] = set()
         self._image_tables: tuple[int, dict[str, pa.Table]] = (-1, {})  # see _image_table
         self._images_since_sweep = 0
+        self._epoch: int | None = None  # this writer's claim on the warehouse, made at its first commit
+        self._held, first_offset = self._held_source()
+        self._anchors = self._anchor_batches(first_offset)  # the warehouse's batches a writer's log must match
         self._history_rows = self._last_image_history_rows()
         self._checkpoint = self._last_checkpoint()
 
@@ -132,7 +161,55 @@ class DeltaSink:
         table = self._tables.get(name)
         if table is None:
             table = self._tables[name] = self.warehouse.table(name)
+            self._check_reopened(name, table)
         return table
+
+    def _check_reopened(self, name: str, table: DeltaTable) -> None:
+        """A table opened again may show another writer's commits: a newer claim fences this writer; a data
+        table written past what this sink knows makes it read everything again."""
+        if name == IMAGES and self._epoch is not None:
+            holder = table.transaction_version(self._writer_txn())
+            if holder != self._epoch:
+                raise WriterFencedError(
+                    f"warehouse {self.warehouse.uri}: another writer (writer epoch {holder}) took it over; this "
+                    f"one (epoch {self._epoch}) stopped; the warehouse holds images through offset "
+                    f"{table.transaction_version(self._txn_id(IMAGES))} (nothing published is lost; one writer "
+                    "per warehouse at a time)"
+                )
+        known, found = self._through.get(name), table.transaction_version(self._txn_id(name))
+        if known is not None and found is not None and found > known:
+            raise _StaleTable(name)
+
+    def _writer_txn(self) -> str:
+        return self._txn_id("writer")
+
+    def _held_source(self) -> tuple[SourceIdentity | None, int]:
+        """The source the warehouse holds and where its history starts; another cluster is refused here."""
+        rows = self._table(SOURCE).to_pyarrow_table().to_pylist()
+        if not rows:
+            return None, -1
+        held = SourceIdentity.from_row(rows[0])
+        check_cluster(self.warehouse.uri, held, self.source)
+        return held, rows[0]["first_offset"]
+
+    def _anchor_batches(self, first_offset: int) -> list[Row]:
+        """The warehouse's first and last batch (`batches` rows): a writer whose log covers their offsets
+        must hold the same batches there."""
+        through = self.written_through(BATCHES)
+        if through < 0:
+            return []
+        table = self._table(BATCHES)
+        found = table.to_pyarrow_table(filters=[("last_offset", "=", through)]).to_pylist()
+        if first_offset >= 0:
+            found += table.to_pyarrow_table(filters=[("base_offset", "=", first_offset)]).to_pylist()
+        return list({row["base_offset"]: row for row in found}.values())
+
+    def _check_anchors(self, batches: Sequence[RecordBatch]) -> None:
+        """Refuse a log that differs from the warehouse's at an offset both hold (before anything is written)."""
+        for batch in batches if self._anchors else ():
+            for row in [row for row in self._anchors if batch.base_offset <= row["base_offset"] <= batch.last_offset]:
+                check_batch(self.warehouse.uri, self._held or SourceIdentity(), self.source, row, batch_row(batch))
+                self._anchors.remove(row)
 
     def written_through(self, name: str) -> int:
         """The highest offset whose rows `name` already holds (-1: none): read from the table once, then
@@ -147,13 +224,17 @@ class DeltaSink:
         return f"{self.app_id}:{name}"
 
     def _commit(self, name: str, offset: int, provenance: Provenance) -> CommitProperties:
+        """An `images` commit also names this writer's epoch: it conflicts with any claim made since."""
+        transactions = [Transaction(self._txn_id(name), offset)]
+        if name == IMAGES and self._epoch is not None:
+            transactions.append(Transaction(self._writer_txn(), self._epoch))
         return CommitProperties(
             custom_metadata={
                 "kraftlake.offset": str(provenance.offset),
                 "kraftlake.epoch": str(provenance.epoch),
                 "kraftlake.logTimeMs": str(provenance.log_time_ms),
             },
-            app_transactions=[Transaction(self._txn_id(name), offset)],
+            app_transactions=transactions,
         )
 
     @property
@@ -182,13 +263,37 @@ class DeltaSink:
         self, image: PublishedImage | None, versions: Sequence[RowVersion], batches: Sequence[RecordBatch]
     ) -> bool:
         """Make `image` (None: nothing published, e.g. a transaction still open) and its rows durable.
-        True when this call added the image's `images` row (False: nothing new to publish)."""
-        return self.commit(image, self.prepare(image, versions, batches), len(versions))
+        True when this call added the image's `images` row (False: nothing new to publish). A commit that
+        conflicts with another writer's is retried after reading the tables again, unless that writer
+        claimed the warehouse since (WriterFencedError)."""
+        conflicts = 0
+        while True:
+            try:
+                return self.commit(image, self.prepare(image, versions, batches), len(versions))
+            except (CommitFailedError, _StaleTable) as error:
+                conflicts += 1
+                if conflicts > CONFLICT_RETRIES:
+                    raise WriterFencedError(
+                        f"warehouse {self.warehouse.uri}: another writer keeps committing ({error}); stopped "
+                        f"after offset {self.written_through(IMAGES)} (one writer per warehouse at a time)"
+                    ) from None
+                self._read_again()
+
+    def _read_again(self) -> None:
+        """Forget every handle and what it told; a newer claim on the warehouse fences this writer here."""
+        self._tables.clear()
+        self._through.clear()
+        self._buckets.clear()
+        self._image_tables = (-1, {})
+        self._table(IMAGES)
+        self._history_rows = self._last_image_history_rows()
+        self._checkpoint = self._last_checkpoint()
 
     def prepare(
         self, image: PublishedImage | None, versions: Sequence[RowVersion], batches: Sequence[RecordBatch]
     ) -> list[TableWrite]:
         """The Arrow data of every commit `write` makes, in order, leaving out what the tables already hold."""
+        self._check_anchors(batches)
         writes: list[TableWrite] = []
         batch_write = self._batches_write(batches)
         if batch_write is not None:
@@ -205,6 +310,10 @@ class DeltaSink:
     def commit(self, image: PublishedImage | None, writes: Sequence[TableWrite], row_versions: int = 0) -> bool:
         """Make the prepared commits, then the `images` row; True when that row is new.
         `row_versions` counts the image's history rows (also those a crashed attempt already wrote)."""
+        if self._epoch is None:
+            if not writes and (image is None or image.provenance.offset < self.last_published()):
+                return False  # nothing of this writer's to write yet: it claims nothing
+            self._own(self._first_offset(image, writes))
         for write in writes:
             try:
                 self._make(write)
@@ -232,6 +341,54 @@ class DeltaSink:
         else:
             mode: WriteMode = "overwrite" if write.overwrite else "append"
             self._append(write.table, write.data, write.offset, write.provenance, mode)
+
+    def _own(self, first_offset: int) -> None:
+        """Record this writer's source if the warehouse holds none yet, then claim the warehouse."""
+        if self._held is None:
+            self._record_source(first_offset)
+        for _ in range(CONFLICT_RETRIES + 1):
+            images = self._table(IMAGES)
+            epoch = (images.transaction_version(self._writer_txn()) or 0) + 1
+            claim = CommitProperties(
+                custom_metadata={"kraftlake.writer": self.source.describe()},
+                app_transactions=[Transaction(self._writer_txn(), epoch)],
+            )
+            try:
+                write_deltalake(images, IMAGES_SCHEMA.empty_table(), mode="append", commit_properties=claim)
+            except CommitFailedError:  # the writer in place published (or another claimed) since: read again
+                self._tables.pop(IMAGES, None)
+                continue
+            self._epoch = epoch
+            return
+        raise WriterFencedError(
+            f"warehouse {self.warehouse.uri}: other writers keep claiming it; this one published nothing "
+            "(one writer per warehouse at a time)"
+        )
+
+    def _record_source(self, first_offset: int) -> None:
+        """Write the `source` row; a writer that lost the race to another first writer must be that one."""
+        table = self._table(SOURCE)
+        txn = CommitProperties(app_transactions=[Transaction(self._txn_id(SOURCE), 0)])
+        try:
+            write_deltalake(table, table_data(self.source, first_offset), mode="append", commit_properties=txn)
+            self._held = self.source
+            return
+        except CommitFailedError:
+            self._tables.pop(SOURCE, None)
+        self._held, _ = self._held_source()
+        if self._held != self.source:
+            raise SourceMismatchError(mismatch(self.warehouse.uri, self._held or SourceIdentity(), self.source,
+                                               "another writer started the warehouse from there at the same moment"))
+
+    def _first_offset(self, image: PublishedImage | None, writes: Sequence[TableWrite]) -> int:
+        """Where the warehouse's history starts: this first write's first batch, or its snapshot image
+        (-1: a warehouse an older kraftlake filled without recording its source)."""
+        if self.last_published() >= 0 or self.written_through(BATCHES) >= 0:
+            return -1
+        for write in writes:
+            if write.table == BATCHES:
+                return int(write.data["base_offset"][0].as_py())
+        return -1 if image is None else image.provenance.offset
 
     def _batches_write(self, batches: Sequence[RecordBatch]) -> TableWrite | None:
         through = self.written_through(BATCHES)

@@ -7,6 +7,7 @@
     <uri>/checkpoints           one row per complete image checkpoint (written after its tables' rows)
     <uri>/images                one row per published image, naming the Delta version of every table
     <uri>/batches               one row per Raft batch: offsets, epoch, append time (provenance at any offset)
+    <uri>/source                the one source the warehouse holds (`lake.source`), written at its first write
 
 A warehouse is a URI: a local path or anything delta-rs opens (`s3://bucket/prefix`, …) with its storage
 options. Time travel reads only the latest version of each table (checkpoint + history since), so Delta's
@@ -33,9 +34,11 @@ from types import MappingProxyType
 import pyarrow as pa
 import pyarrow.fs as pafs
 from deltalake import DeltaTable, WriterProperties
+from deltalake.exceptions import DeltaError
 from deltalake.fs import DeltaStorageHandler
 
 from image_schema.tables import TABLES
+from lake.source import SOURCE, SOURCE_SCHEMA
 
 IMAGES = "images"
 BATCHES = "batches"
@@ -180,7 +183,7 @@ def offset_column(name: str) -> str | None:
         return HISTORY_COLUMNS[0].name
     if any(name == checkpoint_name(table) for table in TABLES):
         return CHECKPOINT_COLUMN.name
-    return "base_offset" if name == BATCHES else "offset"
+    return {BATCHES: "base_offset", SOURCE: "first_offset"}.get(name, "offset")
 
 
 def all_tables() -> dict[str, pa.Schema]:
@@ -192,6 +195,7 @@ def all_tables() -> dict[str, pa.Schema]:
         tables[checkpoint_name(name)] = checkpoint_schema(name)
     tables[BATCHES] = BATCHES_SCHEMA
     tables[CHECKPOINTS] = CHECKPOINTS_SCHEMA
+    tables[SOURCE] = SOURCE_SCHEMA
     tables[IMAGES] = IMAGES_SCHEMA
     return tables
 
@@ -240,19 +244,13 @@ class Warehouse:
         """Create every missing table, empty (idempotent: a crash half-way is finished by the next call).
         `images` comes last, so a warehouse that `exists()` has all its tables. An existing table of an older
         layout, or one another writer upgraded past `PROTOCOL`, is refused (WarehouseLayoutError), before
-        anything is written."""
+        anything is written. Two writers creating one warehouse at once each finish it (a table the other
+        created first is taken as it is)."""
         if self.is_local:
             Path(self.uri).mkdir(parents=True, exist_ok=True)
         for name, schema in all_tables().items():
             if not DeltaTable.is_deltatable(self.table_uri(name), storage_options=self._options()):
-                DeltaTable.create(
-                    self.table_uri(name),
-                    schema=schema,
-                    name=name,
-                    partition_by=partition_columns(name),
-                    configuration=dict(TABLE_PROPERTIES),
-                    storage_options=self._options(),
-                )
+                self._create_table(name, schema)
                 continue
             table = self.table(name)
             if name in TABLES and table.metadata().partition_columns != partition_columns(name):
@@ -261,6 +259,20 @@ class Warehouse:
                     "older kraftlake; rebuild it (ingest the log again into a new warehouse)"
                 )
             _check_protocol(self.table_uri(name), table)
+
+    def _create_table(self, name: str, schema: pa.Schema) -> None:
+        try:
+            DeltaTable.create(
+                self.table_uri(name),
+                schema=schema,
+                name=name,
+                partition_by=partition_columns(name),
+                configuration=dict(TABLE_PROPERTIES),
+                storage_options=self._options(),
+            )
+        except DeltaError:  # another writer committed its version 0 first
+            if not DeltaTable.is_deltatable(self.table_uri(name), storage_options=self._options()):
+                raise
 
     def table(self, name: str, version: int | None = None) -> DeltaTable:
         return DeltaTable(self.table_uri(name), version=version, storage_options=self._options())

@@ -22,6 +22,8 @@ def register(subparsers: Any) -> None:
                              "adds to [kafka] options")
     add_warehouse_arguments(parser)
     parser.add_argument("--checkpoint", type=Path)
+    parser.add_argument("--cluster-id",
+                        help="the cluster whose log the topic holds: the warehouse records it, refuses another")
     parser.add_argument("--trigger-seconds", type=float)
     parser.add_argument("--max-offsets-per-trigger", type=int)
     parser.add_argument("--idle-publish-seconds", type=float,
@@ -59,6 +61,7 @@ def config_from(args: argparse.Namespace) -> Any:
         idle_publish_seconds=pick(args.idle_publish_seconds, job.idle_publish_seconds),
         kafka_options=tuple({**kafka.options, **parse_key_values(args.kafka_option, "--kafka-option")}.items()),
         coalesce_backlog=pick(args.coalesce_backlog, job.coalesce_backlog),
+        cluster_id=args.cluster_id,
     )
 
 

@@ -86,6 +86,8 @@ def store_errors(uri: str) -> Iterator[None]:
 
 def run_ingest(args: argparse.Namespace) -> int:
     from lake.ingest import ingest, terminal_progress
+    from lake.sink import WriterFencedError
+    from lake.source import SourceMismatchError
     from lake.warehouse import WarehouseLayoutError
 
     try:
@@ -98,7 +100,7 @@ def run_ingest(args: argparse.Namespace) -> int:
             result = ingest(args.directory, warehouse, image_every=args.image_every, progress=terminal_progress())
     except (RecordFormatError, ReplayError) as error:
         raise UserFacingError(f"{error} (nothing past the last good image was published; fix and rerun)") from None
-    except WarehouseLayoutError as error:
+    except (WarehouseLayoutError, SourceMismatchError, WriterFencedError) as error:
         raise UserFacingError(str(error)) from None
     print(
         f"ingested offsets {result.first_offset}..{result.last_offset} into {warehouse.uri}: "

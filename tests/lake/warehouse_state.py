@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from lake.source import SOURCE
 from lake.warehouse import BATCHES, IMAGES, Warehouse, all_tables
 
 
@@ -14,9 +15,10 @@ def _sorted_rows(warehouse: Warehouse, name: str, drop: tuple[str, ...] = ()) ->
 
 
 def warehouse_contents(warehouse: Warehouse) -> dict[str, Any]:
-    """Every table's rows (order-free), the published image offsets (sorted, duplicates kept), the batches."""
+    """Every table's rows (order-free), the published image offsets (sorted, duplicates kept), the batches;
+    not the `source` row, which says how the log was read (a directory, a topic), not what the tables hold."""
     contents: dict[str, Any] = {
-        name: _sorted_rows(warehouse, name) for name in all_tables() if name not in (IMAGES, BATCHES)
+        name: _sorted_rows(warehouse, name) for name in all_tables() if name not in (IMAGES, BATCHES, SOURCE)
     }
     contents[BATCHES] = _sorted_rows(warehouse, BATCHES)
     images = warehouse.table(IMAGES).to_pyarrow_table().to_pylist()
