@@ -13,7 +13,7 @@ import jinja2
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from lake.history import published_offset
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse
 
 STATE_COLORS = {"registered": "#2ca02c", "fenced": "#d62728", "controlled_shutdown": "#ff7f0e",
@@ -41,7 +41,7 @@ def write_report(
     spark: Any, warehouse: Warehouse, out: Path, from_offset: int | None = None, to_offset: int | None = None
 ) -> Path:
     """Write the page for offsets [from_offset, to_offset] (default: all); the summary views must be registered."""
-    last = published_offset(warehouse)
+    last = WarehouseReader(warehouse).published_range()
     low, high = -1 if from_offset is None else from_offset, last if to_offset is None else to_offset
     span = spark.sql(f"SELECT min(base_offset) AS first, max(last_offset) AS last, "
                      f"timestamp_millis(min(append_time_ms)) AS t0, timestamp_millis(max(append_time_ms)) AS t1 "

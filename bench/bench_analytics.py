@@ -55,7 +55,7 @@ def build_warehouse(root: Path) -> tuple[Warehouse, int, list[tuple[str, int]]]:
 
 def run() -> list[dict[str, Any]]:
     from analytics.views import register_views
-    from lake.history import key_history
+    from lake.reader import WarehouseReader
 
     rows = [row("load average at start", os.getloadavg()[0], "")]
     with tempfile.TemporaryDirectory(prefix="bench-analytics-") as scratch:
@@ -83,7 +83,7 @@ def run() -> list[dict[str, Any]]:
         timings = []
         for topic, partition in churned:
             start = time.perf_counter()
-            versions = key_history(warehouse, "partitions", f"{topic}-{partition}")
+            versions = WarehouseReader(warehouse).history("partitions", f"{topic}-{partition}")
             timings.append(time.perf_counter() - start)
             assert len(versions) >= 2, f"{topic}-{partition} should have churned"
         history = statistics.median(timings)

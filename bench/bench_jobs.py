@@ -52,8 +52,8 @@ from jobs.materialize import MaterializeConfig, MicroBatchWriter, decode_message
 from jobs.materialize import start_query as start_materialize
 from kraftlake.broker import LocalBroker
 from lake.gc_pause import paused_collector
+from lake.reader import WarehouseReader
 from lake.sink import DeltaSink, PublishedImage
-from lake.time_travel import image_at_offset, published_images
 from lake.warehouse import IMAGES, Warehouse
 from records import RecordBatch, encode_batch, make_batch, wire
 from records import metadata_types as mt
@@ -411,7 +411,7 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 def _last_published(warehouse: Warehouse) -> int:
-    images = published_images(warehouse) if warehouse.exists() else []
+    images = WarehouseReader(warehouse).images() if warehouse.exists() else []
     return images[-1].offset if images else -1
 
 
@@ -450,7 +450,7 @@ def steady_state_and_time_travel(spark: Any, log: ControllerLog) -> list[dict[st
         latencies = sorted(poller.covered_at(offset) - at for at, offset in appended)
         p50, p95 = statistics.median(latencies), latencies[int(0.95 * (len(latencies) - 1))]
         steady = writer.micro_batches[bootstrap_batches:]
-        images = published_images(warehouse)
+        images = WarehouseReader(warehouse).images()
         rows += [
             row(f"{label}: commit to image, p50", p50, notes=f"{len(latencies)} batches, 1 s trigger"),
             row(f"{label}: commit to image, p95", p95),
@@ -471,7 +471,7 @@ def time_travel(warehouse: Warehouse, log: ControllerLog, published: set[int]) -
     times = []
     for _ in range(TIME_TRAVEL_REPEAT):
         start = time.perf_counter()
-        image = image_at_offset(warehouse, offset)
+        image = WarehouseReader(warehouse).image_at(offset)
         times.append(time.perf_counter() - start)
     partitions = image.tables["partitions"].num_rows
     expected = reference_image(log, offset)

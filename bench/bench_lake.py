@@ -44,7 +44,7 @@ from bench import row
 from lake.handles import OPEN_TABLES
 from lake.ingest import ingest
 from lake.pipeline import MetadataPipeline
-from lake.time_travel import image_at_offset
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse, all_tables
 from records import RecordBatch, make_batch, wire
 from records import metadata_types as mt
@@ -128,7 +128,7 @@ def _median_time(warehouse: Warehouse, offsets: list[int], cold: bool, repeat: i
             if cold:
                 OPEN_TABLES.clear()
             start = time.perf_counter()
-            image_at_offset(warehouse, offset)
+            WarehouseReader(warehouse).image_at(offset)
             times.append(time.perf_counter() - start)
     return statistics.median(times)
 

@@ -10,12 +10,12 @@ from typing import Any
 
 from analytics.views import register_views
 from image_schema.tables import TABLES
-from lake.time_travel import image_at_offset, published_images
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse, history_name
 
 
 def report(spark: Any, warehouse: Warehouse) -> str:
-    images = published_images(warehouse)
+    images = WarehouseReader(warehouse).images()
     if not images:
         return f"{warehouse.uri}: no image published yet"
     register_views(spark, warehouse)
@@ -66,7 +66,7 @@ def _time_travel_example(spark: Any, warehouse: Warehouse) -> list[str]:
     first, last = busiest[0]["first"], busiest[0]["last"]
     lines = ["", f"time travel: {topic}-{partition} ({busiest[0]['versions']} versions)"]
     for offset in sorted({first, (first + last) // 2, last}):
-        image = image_at_offset(warehouse, offset)
+        image = WarehouseReader(warehouse).image_at(offset)
         match = [
             row for row in image.tables["partitions"].to_pylist()
             if row["topic_name"] == topic and row["partition_id"] == partition

@@ -31,14 +31,15 @@ from image_schema.changes import RowVersion
 from image_schema.tables import TABLES, Row
 from lake.handles import OPEN_TABLES
 from lake.maintenance import MaintenancePolicy, compact_if_due, prune_log
+from lake.reader import WarehouseReader
 from lake.warehouse import (
     BATCHES,
     BATCHES_SCHEMA,
     BUCKET,
-    CHECKPOINT_COLUMN,
-    CHECKPOINTS,
-    CHECKPOINTS_SCHEMA,
     HISTORY_COLUMNS,
+    IMAGE_CHECKPOINT_COLUMN,
+    IMAGE_CHECKPOINTS,
+    IMAGE_CHECKPOINTS_SCHEMA,
     IMAGES,
     IMAGES_SCHEMA,
     ROWS_PER_BUCKET,
@@ -46,8 +47,8 @@ from lake.warehouse import (
     all_tables,
     buckets_for,
     buckets_of,
-    checkpoint_name,
     history_name,
+    image_checkpoint_table,
     partition_columns,
     with_buckets,
     writer_properties,
@@ -162,7 +163,11 @@ class DeltaSink:
         return self._history_rows
 
     def last_published(self) -> int:
-        return self.written_through(IMAGES)
+        """The last published image's offset, by the readers' rule (`WarehouseReader.last_published`): read
+        once, then kept as this sink publishes."""
+        if IMAGES not in self._through:
+            self._through[IMAGES] = WarehouseReader(self.warehouse).last_published()
+        return self._through[IMAGES]
 
     def _last_image_history_rows(self) -> int:
         last = self.last_published()
@@ -172,10 +177,10 @@ class DeltaSink:
         return int(found["history_rows"][0].as_py()) if found.num_rows else 0
 
     def _last_checkpoint(self) -> CheckpointState:
-        last = self.written_through(CHECKPOINTS)
+        last = self.written_through(IMAGE_CHECKPOINTS)
         if last < 0:
             return CheckpointState()
-        row = self._table(CHECKPOINTS).to_pyarrow_table(filters=[("offset", "=", last)]).to_pylist()[0]
+        row = self._table(IMAGE_CHECKPOINTS).to_pyarrow_table(filters=[("offset", "=", last)]).to_pylist()[0]
         return CheckpointState(row["offset"], row["history_rows"], row["rows"])
 
     def write(
@@ -361,14 +366,14 @@ class DeltaSink:
         for table in TABLES:
             data = self._image_table(image, table)
             rows += data.num_rows
-            name = checkpoint_name(table)
+            name = image_checkpoint_table(table)
             if data.num_rows and self.written_through(name) < provenance.offset:
                 offsets = pa.array([provenance.offset] * data.num_rows, pa.int64())
-                self._append(name, data.append_column(CHECKPOINT_COLUMN, offsets), provenance.offset, provenance)
+                self._append(name, data.append_column(IMAGE_CHECKPOINT_COLUMN, offsets), provenance.offset, provenance)
         failpoint("sink.before_checkpoint_row")
         state = CheckpointState(provenance.offset, self._history_rows, rows)
-        data = pa.Table.from_pylist([state.__dict__], schema=CHECKPOINTS_SCHEMA)
-        self._append(CHECKPOINTS, data, provenance.offset, provenance)
+        data = pa.Table.from_pylist([state.__dict__], schema=IMAGE_CHECKPOINTS_SCHEMA)
+        self._append(IMAGE_CHECKPOINTS, data, provenance.offset, provenance)
         self._checkpoint = state
 
     def _maintain(self, tables: Iterator[str] | Sequence[str], above: int | None = None) -> None:

@@ -36,10 +36,11 @@ from deltalake import DeltaTable, WriterProperties
 from deltalake.fs import DeltaStorageHandler
 
 from image_schema.tables import TABLES
+from lake.errors import WarehouseLayoutError
 
 IMAGES = "images"
 BATCHES = "batches"
-CHECKPOINTS = "checkpoints"
+IMAGE_CHECKPOINTS = "checkpoints"
 
 IMAGES_SCHEMA = pa.schema([
     ("offset", pa.int64()),
@@ -62,7 +63,7 @@ BATCHES_SCHEMA = pa.schema([
     ("size_bytes", pa.int32()),
 ])
 
-CHECKPOINTS_SCHEMA = pa.schema([
+IMAGE_CHECKPOINTS_SCHEMA = pa.schema([
     ("offset", pa.int64()),
     ("history_rows", pa.int64()),  # the images row's count at this offset
     ("rows", pa.int64()),  # rows in the checkpoint, all tables
@@ -73,7 +74,7 @@ ROWS_PER_BUCKET = 500  # 1M rows, 100 merged: 0.26 s in 1,024 buckets, 0.6 s in 
 MAX_BUCKETS = 4096
 
 HISTORY_COLUMNS = [pa.field("from_offset", pa.int64()), pa.field("deleted", pa.bool_())]
-CHECKPOINT_COLUMN = pa.field("checkpoint_offset", pa.int64())
+IMAGE_CHECKPOINT_COLUMN = pa.field("checkpoint_offset", pa.int64())
 
 # Delta properties of every table. Time travel never reads an old Delta version, so old versions are kept
 # only as long as a reader in flight may still use one. `images` and `batches` commit once per image, so
@@ -99,11 +100,6 @@ TABLE_PROPERTIES = {
 # to features delta-rs 1.6.6 cannot read or write (deletion vectors; `checkpointProtection`, which dropping a
 # feature leaves behind). OPTIMIZE and VACUUM by delta-spark keep it (tests/lake/test_delta_spark.py).
 PROTOCOL = (1, 2)  # (min reader version, min writer version), no table features
-
-
-class WarehouseLayoutError(Exception):
-    """A warehouse whose tables this kraftlake cannot write: written by an older kraftlake, or upgraded by
-    another writer."""
 
 
 def buckets_for(rows: int) -> int:
@@ -155,7 +151,7 @@ def history_name(table: str) -> str:
     return f"{table}_history"
 
 
-def checkpoint_name(table: str) -> str:
+def image_checkpoint_table(table: str) -> str:
     return f"{table}_checkpoints"
 
 
@@ -167,8 +163,8 @@ def history_schema(table: str) -> pa.Schema:
     return schema
 
 
-def checkpoint_schema(table: str) -> pa.Schema:
-    return TABLES[table].schema.append(CHECKPOINT_COLUMN)
+def image_checkpoint_schema(table: str) -> pa.Schema:
+    return TABLES[table].schema.append(IMAGE_CHECKPOINT_COLUMN)
 
 
 def offset_column(name: str) -> str | None:
@@ -178,8 +174,8 @@ def offset_column(name: str) -> str | None:
         return None
     if any(name == history_name(table) for table in TABLES):
         return HISTORY_COLUMNS[0].name
-    if any(name == checkpoint_name(table) for table in TABLES):
-        return CHECKPOINT_COLUMN.name
+    if any(name == image_checkpoint_table(table) for table in TABLES):
+        return IMAGE_CHECKPOINT_COLUMN.name
     return "base_offset" if name == BATCHES else "offset"
 
 
@@ -189,9 +185,9 @@ def all_tables() -> dict[str, pa.Schema]:
     for name in TABLES:
         tables[name] = current_schema(name)
         tables[history_name(name)] = history_schema(name)
-        tables[checkpoint_name(name)] = checkpoint_schema(name)
+        tables[image_checkpoint_table(name)] = image_checkpoint_schema(name)
     tables[BATCHES] = BATCHES_SCHEMA
-    tables[CHECKPOINTS] = CHECKPOINTS_SCHEMA
+    tables[IMAGE_CHECKPOINTS] = IMAGE_CHECKPOINTS_SCHEMA
     tables[IMAGES] = IMAGES_SCHEMA
     return tables
 
@@ -257,8 +253,8 @@ class Warehouse:
             table = self.table(name)
             if name in TABLES and table.metadata().partition_columns != partition_columns(name):
                 raise WarehouseLayoutError(
-                    f"{self.table_uri(name)} has no `bucket` partition: the warehouse {self.uri} was written by an "
-                    "older kraftlake; rebuild it (ingest the log again into a new warehouse)"
+                    self.uri, f"table {name} has no `bucket` partition: the warehouse was written by an older "
+                    "kraftlake; rebuild it (ingest the log again into a new warehouse)"
                 )
             _check_protocol(self.table_uri(name), table)
 
@@ -273,7 +269,7 @@ def _check_protocol(uri: str, table: DeltaTable) -> None:
         return
     features = sorted({*(protocol.reader_features or []), *(protocol.writer_features or [])})
     raise WarehouseLayoutError(
-        f"{uri}: another writer upgraded the table to Delta protocol reader {protocol.min_reader_version} / "
+        uri, f"another writer upgraded the table to Delta protocol reader {protocol.min_reader_version} / "
         f"writer {protocol.min_writer_version} (features: {', '.join(features) or 'none'}), which kraftlake's "
         f"writer (delta-rs) cannot keep; rebuild the warehouse (ingest or replay the log into a new one) and "
         "leave its table features alone (OPTIMIZE and VACUUM are fine)"
