@@ -67,7 +67,7 @@ def run() -> list[dict[str, Any]]:
         register, query = [], []
         for _ in range(3):
             start = time.perf_counter()
-            register_views(spark, warehouse)
+            register_views(spark, WarehouseReader(warehouse))
             register.append(time.perf_counter() - start)
             start = time.perf_counter()
             steps = spark.sql("SELECT * FROM under_replicated").collect()

@@ -55,7 +55,7 @@ def rows_json(rows: list[Any]) -> list[str]:
 @pytest.mark.parametrize("where", ["local", "s3"])  # Delta's reader, from a disk / through S3A
 def test_sql_counts_equal_the_arrow_api(spark, request: pytest.FixtureRequest, where: str) -> None:
     warehouse = request.getfixturevalue("warehouse" if where == "local" else "s3_warehouse")
-    register_views(spark, warehouse, at_offset=BETWEEN_IMAGES)
+    register_views(spark, WarehouseReader(warehouse), at_offset=BETWEEN_IMAGES)
     image = WarehouseReader(warehouse).image_at(BETWEEN_IMAGES)
     pinned = WarehouseReader(warehouse).images()[-1].table_versions
     for name in TABLES:
@@ -81,8 +81,8 @@ def test_history_command_prints_versions(warehouse: Warehouse, capsys: pytest.Ca
 
 
 def test_report_renders_every_chart_in_a_browser(spark, chromium, warehouse: Warehouse, tmp_path: Path) -> None:
-    register_views(spark, warehouse)
-    page = write_report(spark, warehouse, tmp_path / "report.html")
+    register_views(spark, WarehouseReader(warehouse))
+    page = write_report(spark, WarehouseReader(warehouse), tmp_path / "report.html")
     assert "<script src=" not in page.read_text()  # nothing to fetch at view time
     rendered = chromium.render(page, tmp_path / "report.png")
     for chart in CHART_IDS:
