@@ -275,7 +275,7 @@ def running_broker(root: Path) -> Iterator[LocalBroker]:
 def _config(broker: LocalBroker, topic: str, root: Path, available_now: bool) -> MaterializeConfig:
     return MaterializeConfig(
         bootstrap_servers=broker.bootstrap_servers, topic=topic, warehouse=str(root / "warehouse"),
-        checkpoint=root / "checkpoint", trigger_seconds=1.0, available_now=available_now,
+        spark_checkpoint=root / "checkpoint", trigger_seconds=1.0, available_now=available_now,
     )
 
 

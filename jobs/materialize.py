@@ -46,7 +46,7 @@ class MaterializeConfig:
     bootstrap_servers: str
     topic: str
     warehouse: str  # a local path or an object-store URI (s3://bucket/prefix)
-    checkpoint: Path
+    spark_checkpoint: Path  # Spark's checkpoint location: the stream's progress (not an image checkpoint)
     trigger_seconds: float = 1.0
     available_now: bool = False
     max_offsets_per_trigger: int | None = None
@@ -201,7 +201,7 @@ def open_warehouse(uri: str, storage_options: tuple[tuple[str, str], ...]) -> Wa
 def start_query(spark: Any, config: MaterializeConfig, writer: MicroBatchWriter) -> Any:
     options = dict(config.kafka_options)
     frame = kafka_topic.stream(spark, config.bootstrap_servers, config.topic, options, config.max_offsets_per_trigger)
-    stream = frame.writeStream.foreachBatch(writer).option("checkpointLocation", str(config.checkpoint))
+    stream = frame.writeStream.foreachBatch(writer).option("checkpointLocation", str(config.spark_checkpoint))
     if config.available_now:
         stream = stream.trigger(availableNow=True)
     else:
@@ -267,7 +267,7 @@ def parse_args(argv: list[str] | None) -> MaterializeConfig:
     parser.add_argument("--bootstrap-servers", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--warehouse", required=True, help="a local path or an object-store URI")
-    parser.add_argument("--checkpoint", type=Path, required=True)
+    parser.add_argument("--checkpoint", dest="spark_checkpoint", type=Path, required=True)
     parser.add_argument("--trigger-seconds", type=float, default=1.0)
     parser.add_argument("--available-now", action="store_true", help="drain the topic, then stop")
     parser.add_argument("--max-offsets-per-trigger", type=int)

@@ -100,7 +100,7 @@ class TableWrite:
 
 
 @dataclass(frozen=True)
-class CheckpointState:
+class ImageCheckpointState:
     """The last complete image checkpoint: where it is and how big, to pace the next one."""
 
     offset: int = -1
@@ -127,7 +127,7 @@ class DeltaSink:
         self._image_tables: tuple[int, dict[str, pa.Table]] = (-1, {})  # see _image_table
         self._images_since_sweep = 0
         self._history_rows = self._last_image_history_rows()
-        self._checkpoint = self._last_checkpoint()
+        self._image_checkpoint = self._last_image_checkpoint()
 
     def _table(self, name: str) -> DeltaTable:
         table = self._tables.get(name)
@@ -176,12 +176,12 @@ class DeltaSink:
         found = self._table(IMAGES).to_pyarrow_table(columns=["history_rows"], filters=[("offset", "=", last)])
         return int(found["history_rows"][0].as_py()) if found.num_rows else 0
 
-    def _last_checkpoint(self) -> CheckpointState:
+    def _last_image_checkpoint(self) -> ImageCheckpointState:
         last = self.written_through(IMAGE_CHECKPOINTS)
         if last < 0:
-            return CheckpointState()
+            return ImageCheckpointState()
         row = self._table(IMAGE_CHECKPOINTS).to_pyarrow_table(filters=[("offset", "=", last)]).to_pylist()[0]
-        return CheckpointState(row["offset"], row["history_rows"], row["rows"])
+        return ImageCheckpointState(row["offset"], row["history_rows"], row["rows"])
 
     def write(
         self, image: PublishedImage | None, versions: Sequence[RowVersion], batches: Sequence[RecordBatch]
@@ -224,7 +224,7 @@ class DeltaSink:
             self._append_image(image)
             failpoint("sink.after_image")
         if image is not None and image.provenance.offset == self.last_published():
-            self._checkpoint_if_due(image)  # also on a rerun: a crash may have cut it short
+            self._image_checkpoint_if_due(image)  # also on a rerun: a crash may have cut it short
         self._maintain([*(write.table for write in writes), IMAGES])
         self._sweep_if_due([write.table for write in writes], published)
         return published
@@ -356,11 +356,11 @@ class DeltaSink:
         data = pa.Table.from_pylist([row], schema=IMAGES_SCHEMA)
         return TableWrite(IMAGES, data, provenance.offset, provenance, "sink.after_image")
 
-    def _checkpoint_if_due(self, image: PublishedImage) -> None:
+    def _image_checkpoint_if_due(self, image: PublishedImage) -> None:
         """Write every table's full rows at this image, then its `checkpoints` row, when the history since
         the last checkpoint is as big as that checkpoint (Kafka's snapshot-after-N-bytes, in rows)."""
-        since = self._history_rows - self._checkpoint.history_rows
-        if image.image is None or since < max(self.policy.checkpoint_min_rows, self._checkpoint.rows):
+        since = self._history_rows - self._image_checkpoint.history_rows
+        if image.image is None or since < max(self.policy.checkpoint_min_rows, self._image_checkpoint.rows):
             return
         provenance, rows = image.provenance, 0
         for table in TABLES:
@@ -371,10 +371,10 @@ class DeltaSink:
                 offsets = pa.array([provenance.offset] * data.num_rows, pa.int64())
                 self._append(name, data.append_column(IMAGE_CHECKPOINT_COLUMN, offsets), provenance.offset, provenance)
         failpoint("sink.before_checkpoint_row")
-        state = CheckpointState(provenance.offset, self._history_rows, rows)
+        state = ImageCheckpointState(provenance.offset, self._history_rows, rows)
         data = pa.Table.from_pylist([state.__dict__], schema=IMAGE_CHECKPOINTS_SCHEMA)
         self._append(IMAGE_CHECKPOINTS, data, provenance.offset, provenance)
-        self._checkpoint = state
+        self._image_checkpoint = state
 
     def _maintain(self, tables: Iterator[str] | Sequence[str], above: int | None = None) -> None:
         """Re-bucket or compact each of `tables` that is due (`above`: as `compact_if_due`'s)."""

@@ -30,7 +30,7 @@ def _config(broker, topic: str, tmp_path: Path, per_trigger: int | None) -> Mate
         bootstrap_servers=broker.bootstrap_servers,
         topic=topic,
         warehouse=str(tmp_path / "warehouse"),
-        checkpoint=tmp_path / "checkpoint",
+        spark_checkpoint=tmp_path / "checkpoint",
         available_now=True,
         max_offsets_per_trigger=per_trigger,
     )

@@ -122,5 +122,5 @@ def test_a_warehouse_of_the_older_layout_is_refused(
         DeltaSink(warehouse)
     sample = samples_dir / "rjmfernandes_flink-on-prem/data"
     assert main(["ingest", str(sample), "--warehouse", warehouse.uri]) == 2
-    assert f"{warehouse.uri}/features has no `bucket` partition" in capsys.readouterr().err
+    assert f"{warehouse.uri}: table features has no `bucket` partition" in capsys.readouterr().err
     assert not DeltaTable.is_deltatable(warehouse.table_uri("images")), "refused before writing anything"
