@@ -6,7 +6,7 @@ and leader moves, written by the same pipeline as `kraftlake ingest` (no broker,
 C1-only JIT): register the views (Spark reads the Delta tables with Delta's reader, delta-spark, when
 a query needs them) and compute the whole summary; median of 3, each with fresh views (the two parts are
 timed apart: the first run pays the JVM's warm-up). Goal: <= 30 s.
-(2) `key_history` of one partition (what `kraftlake history` runs, without the interpreter start): median of
+(2) `WarehouseReader.history` of one partition (what `kraftlake history` runs, without the interpreter start): median of
 5 on different partitions. Goal: <= 1 s.
 
 Wall-clock times on a shared machine: the load average is noted.

@@ -15,7 +15,7 @@ PartitionChangeRecords (ISR shrink/expand, leader moves) are produced one at a t
 intervals; latency is from the producer's acknowledgement (the batch is appended to the topic: the stand-in
 for its commit on the quorum) to the moment this process, polling the `images` table with delta-rs every
 20 ms, sees an image covering it; the micro-batches' own figures follow. Goal: p50 <= 2 s.
-(3) Time travel: `lake.time_travel.image_at_offset` at an offset inside a churn batch (no image is published
+(3) Time travel: `WarehouseReader.image_at` at an offset inside a churn batch (no image is published
 there) on that warehouse, checked once against an in-memory replay. Goal: <= 2 s, median of 5.
 
 Wall-clock times, so they include whatever else the machine runs (the load average is noted). The broker is

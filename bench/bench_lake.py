@@ -5,7 +5,7 @@ as a 1 s trigger sees an idle controller writing a NoOp every 500 ms) with an IS
 third (each image also carries one PartitionChangeRecord); `lake.pipeline.MetadataPipeline` commits one image
 per step, with no coalescing (`idle_publish_ms=0`: the worst case, an image per trigger). Reported: commit p50
 over the first and the last 1,000 images (goal: last <= 1.25x first), active files in all tables at the end
-(goal <= 400), time travel (`image_at_offset`) median at 5 offsets spread over the history against the same
+(goal <= 400), time travel (`WarehouseReader.image_at`) median at 5 offsets spread over the history against the same
 query on a warehouse holding one image of the same log (goal <= 0.3 s and within 1.25x), and Delta commits
 per idle hour: measured per offset-only image, times 3,600 images an hour without coalescing and 360 with the
 streaming job's default `idle_publish_seconds = 10`.
@@ -120,7 +120,7 @@ def _active_files(warehouse: Warehouse) -> int:
 
 
 def _median_time(warehouse: Warehouse, offsets: list[int], cold: bool, repeat: int = 5) -> float:
-    """Median `image_at_offset` time; `cold`: every table opened afresh for each query (as a CLI command
+    """Median `WarehouseReader.image_at` time; `cold`: every table opened afresh for each query (as a CLI command
     does), else with the tables kept open by earlier queries (as a long-lived reader has them)."""
     times = []
     for _ in range(repeat):

@@ -10,7 +10,7 @@ arrived to the pipeline (decode, replay, `commit()`: history append, merge into 
 
 (a) image commit: `MetadataPipeline.commit()` of one trigger's image (~100 partition changes), p50.
     Goal <= 0.5 s.
-(b) time travel: `lake.time_travel.image_at_offset` at an offset inside the churn that no image was published
+(b) time travel: `WarehouseReader.image_at` at an offset inside the churn that no image was published
     at (the newest image checkpoint plus the history since), median of 5; checked once at the last offset
     against the pipeline's in-memory image. The Arrow image only: `kraftlake image --json` is timed apart
     (d). Goal <= 2 s.

@@ -8,6 +8,9 @@
     <uri>/images                one row per published image, naming the Delta version of every table
     <uri>/batches               one row per Raft batch: offsets, epoch, append time (provenance at any offset)
 
+(Image checkpoints are kraftlake's own, `IMAGE_CHECKPOINTS` and `image_checkpoint_table()` here; not Delta's
+`_delta_log` checkpoints nor Spark's checkpoint location.)
+
 A warehouse is a URI: a local path or anything delta-rs opens (`s3://bucket/prefix`, …) with its storage
 options. Time travel reads only the latest version of each table (checkpoint + history since), so Delta's
 log retention and VACUUM never take an offset away; the properties below say how much old state Delta keeps.
@@ -138,7 +141,7 @@ def partition_columns(name: str) -> list[str] | None:
 
 # Parquet row groups of at most this many rows, for every file the sink appends or compaction writes. Rows
 # are appended in offset order, so each row group's `from_offset` statistics stay narrow: a read of a few
-# offsets (one key's versions, `lake.history.key_rows`) decodes a row group or two instead of a whole file
+# offsets (one key's versions, `WarehouseReader.history`) decodes a row group or two instead of a whole file
 # (the history of one partition among 1M: a 400k-row file, 190 ms -> 13 ms).
 ROW_GROUP_ROWS = 16_384
 

@@ -1,4 +1,4 @@
-"""`key_history` on real samples equals what replaying the log shows for that key, batch by batch."""
+"""`WarehouseReader.history` on real samples equals what replaying the log shows for that key, batch by batch."""
 
 from __future__ import annotations
 
