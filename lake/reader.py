@@ -20,7 +20,7 @@ Its rules hold for every command (`image`, `changes`, `history`, `sql`, `report`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -65,8 +65,8 @@ class ImageReads:
     dropped if it is a deletion; and every other table up to the last published image."""
 
     offset: int
-    image: dict[str, tuple[TableRead | None, TableRead]]
-    others: dict[str, TableRead]
+    image: Mapping[str, tuple[TableRead | None, TableRead]]
+    others: Mapping[str, TableRead]
 
 
 class WarehouseReader:
