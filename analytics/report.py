@@ -1,4 +1,5 @@
-"""`kraftlake report`: one self-contained HTML page (plotly's JS inline, no network when viewed).
+"""Reports on a warehouse: `kraftlake report`, one self-contained HTML page (plotly's JS inline, no network
+when viewed), and `text_report`, the short text `make run` prints.
 
 The figures come from the summary views (Spark SQL); only their small results are collected to draw.
 """
@@ -13,8 +14,10 @@ import jinja2
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from lake.history import published_offset
-from lake.warehouse import Warehouse
+from analytics.views import register_views
+from image_schema.tables import TABLES
+from lake.reader import WarehouseReader
+from lake.warehouse import history_name
 
 STATE_COLORS = {"registered": "#2ca02c", "fenced": "#d62728", "controlled_shutdown": "#ff7f0e",
                 "unregistered": "#7f7f7f"}
@@ -38,10 +41,10 @@ class Chart:
 
 
 def write_report(
-    spark: Any, warehouse: Warehouse, out: Path, from_offset: int | None = None, to_offset: int | None = None
+    spark: Any, reader: WarehouseReader, out: Path, from_offset: int | None = None, to_offset: int | None = None
 ) -> Path:
     """Write the page for offsets [from_offset, to_offset] (default: all); the summary views must be registered."""
-    last = published_offset(warehouse)
+    last = reader.published_range()[1]
     low, high = -1 if from_offset is None else from_offset, last if to_offset is None else to_offset
     span = spark.sql(f"SELECT min(base_offset) AS first, max(last_offset) AS last, "
                      f"timestamp_millis(min(append_time_ms)) AS t0, timestamp_millis(max(append_time_ms)) AS t1 "
@@ -65,7 +68,7 @@ def write_report(
     events = _rows(spark, f"SELECT * FROM events WHERE offset BETWEEN {low} AND {high} ORDER BY offset, kind, key")
     charts.append(_event_markers(events))
     page = _template().render(
-        warehouse=warehouse.uri, plotly_js=get_plotlyjs(), events=events,
+        warehouse=reader.uri, plotly_js=get_plotlyjs(), events=events,
         charts=[(chart, chart.html(x_range)) for chart in charts],
         first_offset=span["first"], last_offset=span["last"], first_time=span["t0"], last_time=end_time,
     )
@@ -133,6 +136,73 @@ def _event_markers(events: list[dict[str, Any]]) -> Chart:
         text=[f"{e['change']} {e['key']}: {e['before']} → {e['after']}" for e in events], hoverinfo="x+text",
     ))
     return Chart("events_chart", "Events over time (see the table below)", figure)
+
+
+def text_report(spark: Any, reader: WarehouseReader) -> str:
+    """The short text `make run` prints, queried the way a user would: Spark SQL over the views of the last
+    published image (registered here), and one partition read back by time travel."""
+    images = reader.images()
+    if not images:
+        return f"{reader.uri}: no image published yet"
+    register_views(spark, reader)
+    lines = [f"warehouse {reader.uri}", "", "tables at the last published image (Spark SQL):"]
+    for name in TABLES:
+        rows = spark.sql(f"SELECT count(*) AS n FROM {name}").first()["n"]
+        versions = spark.sql(f"SELECT count(*) AS n FROM {history_name(name)}").first()["n"]
+        lines.append(f"  {name:<18} {rows:>8} rows   {versions:>8} row versions in {history_name(name)}")
+    snapshots = sum(image.snapshot for image in images)
+    lines += [
+        "",
+        f"images published: {len(images)} (offsets {images[0].offset}..{images[-1].offset}"
+        + (f", {snapshots} from snapshots" if snapshots else "") + ")",
+    ]
+    lines += _kraft_features(spark)
+    lines += _time_travel_example(spark, reader)
+    return "\n".join(lines)
+
+
+def _kraft_features(spark: Any) -> list[str]:
+    """Registered controllers, and how often ELRs and reassignments appear in the partitions' history."""
+    controllers = [r["controller_id"] for r in spark.sql(
+        "SELECT controller_id FROM controllers ORDER BY controller_id").collect()]
+    with_elr = spark.sql(
+        "SELECT count(DISTINCT topic_name, partition_id) AS n FROM partitions_history WHERE size(elr) > 0"
+    ).first()["n"]
+    reassigned = spark.sql(
+        "SELECT count(DISTINCT topic_name, partition_id) AS n FROM partitions_history "
+        "WHERE size(adding_replicas) > 0 OR size(removing_replicas) > 0"
+    ).first()["n"]
+    return [
+        "",
+        f"controllers registered: {controllers or 'none'}",
+        f"partitions that had eligible leader replicas: {with_elr}; partitions reassigned: {reassigned}",
+    ]
+
+
+def _time_travel_example(spark: Any, reader: WarehouseReader) -> list[str]:
+    """One partition's leader and ISR at three offsets: the partition whose leadership moved most."""
+    busiest = spark.sql(
+        "SELECT topic_name, partition_id, count(*) AS versions, min(from_offset) AS first, "
+        "max(from_offset) AS last FROM partitions_history WHERE NOT deleted "
+        "GROUP BY topic_name, partition_id ORDER BY versions DESC, topic_name, partition_id LIMIT 1"
+    ).collect()
+    if not busiest:
+        return ["", "time travel: no partition in this warehouse"]
+    topic, partition = busiest[0]["topic_name"], busiest[0]["partition_id"]
+    first, last = busiest[0]["first"], busiest[0]["last"]
+    lines = ["", f"time travel: {topic}-{partition} ({busiest[0]['versions']} versions)"]
+    for offset in sorted({first, (first + last) // 2, last}):
+        image = reader.image_at(offset)
+        match = [
+            row for row in image.tables["partitions"].to_pylist()
+            if row["topic_name"] == topic and row["partition_id"] == partition
+        ]
+        state = (
+            f"replicas {match[0]['replicas']}, leader {match[0]['leader']}, isr {match[0]['isr']}, "
+            f"elr {match[0]['elr']}" if match else "absent"
+        )
+        lines.append(f"  at offset {offset:>8} (epoch {image.provenance.epoch}): {state}")
+    return lines
 
 
 def _template() -> jinja2.Template:

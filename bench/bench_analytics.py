@@ -6,7 +6,7 @@ and leader moves, written by the same pipeline as `kraftlake ingest` (no broker,
 C1-only JIT): register the views (Spark reads the Delta tables with Delta's reader, delta-spark, when
 a query needs them) and compute the whole summary; median of 3, each with fresh views (the two parts are
 timed apart: the first run pays the JVM's warm-up). Goal: <= 30 s.
-(2) `key_history` of one partition (what `kraftlake history` runs, without the interpreter start): median of
+(2) `WarehouseReader.history` of one partition (what `kraftlake history` runs, without the interpreter start): median of
 5 on different partitions. Goal: <= 1 s.
 
 Wall-clock times on a shared machine: the load average is noted.
@@ -55,7 +55,7 @@ def build_warehouse(root: Path) -> tuple[Warehouse, int, list[tuple[str, int]]]:
 
 def run() -> list[dict[str, Any]]:
     from analytics.views import register_views
-    from lake.history import key_history
+    from lake.reader import WarehouseReader
 
     rows = [row("load average at start", os.getloadavg()[0], "")]
     with tempfile.TemporaryDirectory(prefix="bench-analytics-") as scratch:
@@ -67,7 +67,7 @@ def run() -> list[dict[str, Any]]:
         register, query = [], []
         for _ in range(3):
             start = time.perf_counter()
-            register_views(spark, warehouse)
+            register_views(spark, WarehouseReader(warehouse))
             register.append(time.perf_counter() - start)
             start = time.perf_counter()
             steps = spark.sql("SELECT * FROM under_replicated").collect()
@@ -83,7 +83,7 @@ def run() -> list[dict[str, Any]]:
         timings = []
         for topic, partition in churned:
             start = time.perf_counter()
-            versions = key_history(warehouse, "partitions", f"{topic}-{partition}")
+            versions = WarehouseReader(warehouse).history("partitions", f"{topic}-{partition}")
             timings.append(time.perf_counter() - start)
             assert len(versions) >= 2, f"{topic}-{partition} should have churned"
         history = statistics.median(timings)

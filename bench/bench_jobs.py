@@ -15,7 +15,7 @@ PartitionChangeRecords (ISR shrink/expand, leader moves) are produced one at a t
 intervals; latency is from the producer's acknowledgement (the batch is appended to the topic: the stand-in
 for its commit on the quorum) to the moment this process, polling the `images` table with delta-rs every
 20 ms, sees an image covering it; the micro-batches' own figures follow. Goal: p50 <= 2 s.
-(3) Time travel: `lake.time_travel.image_at_offset` at an offset inside a churn batch (no image is published
+(3) Time travel: `WarehouseReader.image_at` at an offset inside a churn batch (no image is published
 there) on that warehouse, checked once against an in-memory replay. Goal: <= 2 s, median of 5.
 
 Wall-clock times, so they include whatever else the machine runs (the load average is noted). The broker is
@@ -52,8 +52,8 @@ from jobs.materialize import MaterializeConfig, MicroBatchWriter, decode_message
 from jobs.materialize import start_query as start_materialize
 from kraftlake.broker import LocalBroker
 from lake.gc_pause import paused_collector
+from lake.reader import WarehouseReader
 from lake.sink import DeltaSink, PublishedImage
-from lake.time_travel import image_at_offset, published_images
 from lake.warehouse import IMAGES, Warehouse
 from records import RecordBatch, encode_batch, make_batch, wire
 from records import metadata_types as mt
@@ -275,7 +275,7 @@ def running_broker(root: Path) -> Iterator[LocalBroker]:
 def _config(broker: LocalBroker, topic: str, root: Path, available_now: bool) -> MaterializeConfig:
     return MaterializeConfig(
         bootstrap_servers=broker.bootstrap_servers, topic=topic, warehouse=str(root / "warehouse"),
-        checkpoint=root / "checkpoint", trigger_seconds=1.0, available_now=available_now,
+        spark_checkpoint=root / "checkpoint", trigger_seconds=1.0, available_now=available_now,
     )
 
 
@@ -411,7 +411,7 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 def _last_published(warehouse: Warehouse) -> int:
-    images = published_images(warehouse) if warehouse.exists() else []
+    images = WarehouseReader(warehouse).images() if warehouse.exists() else []
     return images[-1].offset if images else -1
 
 
@@ -450,7 +450,7 @@ def steady_state_and_time_travel(spark: Any, log: ControllerLog) -> list[dict[st
         latencies = sorted(poller.covered_at(offset) - at for at, offset in appended)
         p50, p95 = statistics.median(latencies), latencies[int(0.95 * (len(latencies) - 1))]
         steady = writer.micro_batches[bootstrap_batches:]
-        images = published_images(warehouse)
+        images = WarehouseReader(warehouse).images()
         rows += [
             row(f"{label}: commit to image, p50", p50, notes=f"{len(latencies)} batches, 1 s trigger"),
             row(f"{label}: commit to image, p95", p95),
@@ -471,7 +471,7 @@ def time_travel(warehouse: Warehouse, log: ControllerLog, published: set[int]) -
     times = []
     for _ in range(TIME_TRAVEL_REPEAT):
         start = time.perf_counter()
-        image = image_at_offset(warehouse, offset)
+        image = WarehouseReader(warehouse).image_at(offset)
         times.append(time.perf_counter() - start)
     partitions = image.tables["partitions"].num_rows
     expected = reference_image(log, offset)

@@ -5,7 +5,7 @@ as a 1 s trigger sees an idle controller writing a NoOp every 500 ms) with an IS
 third (each image also carries one PartitionChangeRecord); `lake.pipeline.MetadataPipeline` commits one image
 per step, with no coalescing (`idle_publish_ms=0`: the worst case, an image per trigger). Reported: commit p50
 over the first and the last 1,000 images (goal: last <= 1.25x first), active files in all tables at the end
-(goal <= 400), time travel (`image_at_offset`) median at 5 offsets spread over the history against the same
+(goal <= 400), time travel (`WarehouseReader.image_at`) median at 5 offsets spread over the history against the same
 query on a warehouse holding one image of the same log (goal <= 0.3 s and within 1.25x), and Delta commits
 per idle hour: measured per offset-only image, times 3,600 images an hour without coalescing and 360 with the
 streaming job's default `idle_publish_seconds = 10`.
@@ -44,7 +44,7 @@ from bench import row
 from lake.handles import OPEN_TABLES
 from lake.ingest import ingest
 from lake.pipeline import MetadataPipeline
-from lake.time_travel import image_at_offset
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse, all_tables
 from records import RecordBatch, make_batch, wire
 from records import metadata_types as mt
@@ -120,7 +120,7 @@ def _active_files(warehouse: Warehouse) -> int:
 
 
 def _median_time(warehouse: Warehouse, offsets: list[int], cold: bool, repeat: int = 5) -> float:
-    """Median `image_at_offset` time; `cold`: every table opened afresh for each query (as a CLI command
+    """Median `WarehouseReader.image_at` time; `cold`: every table opened afresh for each query (as a CLI command
     does), else with the tables kept open by earlier queries (as a long-lived reader has them)."""
     times = []
     for _ in range(repeat):
@@ -128,7 +128,7 @@ def _median_time(warehouse: Warehouse, offsets: list[int], cold: bool, repeat: i
             if cold:
                 OPEN_TABLES.clear()
             start = time.perf_counter()
-            image_at_offset(warehouse, offset)
+            WarehouseReader(warehouse).image_at(offset)
             times.append(time.perf_counter() - start)
     return statistics.median(times)
 

@@ -10,7 +10,7 @@ arrived to the pipeline (decode, replay, `commit()`: history append, merge into 
 
 (a) image commit: `MetadataPipeline.commit()` of one trigger's image (~100 partition changes), p50.
     Goal <= 0.5 s.
-(b) time travel: `lake.time_travel.image_at_offset` at an offset inside the churn that no image was published
+(b) time travel: `WarehouseReader.image_at` at an offset inside the churn that no image was published
     at (the newest image checkpoint plus the history since), median of 5; checked once at the last offset
     against the pipeline's in-memory image. The Arrow image only: `kraftlake image --json` is timed apart
     (d). Goal <= 2 s.
@@ -48,7 +48,7 @@ from bench.bench_jobs import Churn, ControllerLog, controller_log
 from image_schema.tables import TABLES
 from lake.gc_pause import paused_collector
 from lake.pipeline import MetadataPipeline
-from lake.time_travel import image_at_offset, last_published_offset
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse
 from records import RecordBatch
 from records.batch import decode_batch
@@ -200,8 +200,8 @@ def _sorted_rows(table: pa.Table, key: tuple[str, ...]) -> pa.Table:
 
 
 def time_travel(warehouse: Warehouse, pipeline: MetadataPipeline, churn_from: int) -> list[dict[str, Any]]:
-    last = last_published_offset(warehouse)
-    checked = image_at_offset(warehouse, last)
+    last = WarehouseReader(warehouse).last_published()
+    checked = WarehouseReader(warehouse).image_at(last)
     for name, spec in TABLES.items():
         expected = spec.arrow([values for _, values in spec.image_rows(pipeline.image)])
         if not _sorted_rows(checked.tables[name], spec.key).equals(_sorted_rows(expected, spec.key)):
@@ -210,7 +210,7 @@ def time_travel(warehouse: Warehouse, pipeline: MetadataPipeline, churn_from: in
     times = []
     for _ in range(TIME_TRAVEL_REPEAT):
         start = time.perf_counter()
-        image = image_at_offset(warehouse, offset)
+        image = WarehouseReader(warehouse).image_at(offset)
         times.append(time.perf_counter() - start)
     start = time.perf_counter()
     image.to_image()

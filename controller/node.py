@@ -1,6 +1,6 @@
 """One controller node in a real process: a quorum voter (the quorum's own server) with the controller,
-its admin API, the publisher and the snapshot generator on top, all reading the same committed log. The
-log prefix behind a snapshot is only deleted once the publisher has copied it to Kafka."""
+its admin API, the topic producer and the snapshot generator on top, all reading the same committed log.
+The log prefix behind a snapshot is only deleted once the topic producer has copied it to Kafka."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from controller.admin_api import AdminServer
 from controller.admin_client import AdminClient
 from controller.config import controller_config
 from controller.controller import QuorumController
-from controller.publisher import MetadataPublisher, PublisherConfig
+from controller.publisher import PublisherConfig, TopicProducer
 from controller.raft_log import RaftMetadataLog
 from controller.registration import (
     ControllerRegistrationRequest,
@@ -54,12 +54,12 @@ async def serve(quorum_config_path: Path, settings_path: Path, node_id: int, boo
         metadata_log, config, controller_addresses=settings.admin.addresses,
         registration=registration, registration_sender=_registration_sender(settings),
     ).start()
-    publisher = None
+    producer = None
     if bootstrap:
         topic = settings.publisher.topic
-        publishing = MetadataPublisher(metadata_log, node_id, PublisherConfig(bootstrap, topic)).start()
-        server.client.hold_log_prefix(lambda: publishing.durable_offset() + 1)
-        publisher = publishing
+        producing = TopicProducer(metadata_log, node_id, PublisherConfig(bootstrap, topic)).start()
+        server.client.hold_log_prefix(lambda: producing.durable_offset() + 1)
+        producer = producing
     snapshots = SnapshotGenerator(
         controller, metadata_log, config.snapshot_max_new_record_bytes, config.snapshot_max_interval_ms,
     ).start()
@@ -75,8 +75,8 @@ async def serve(quorum_config_path: Path, settings_path: Path, node_id: int, boo
         await loop.run_in_executor(None, admin.close)
         await loop.run_in_executor(None, snapshots.close)
         await loop.run_in_executor(None, controller.close)
-        if publisher is not None:
-            await loop.run_in_executor(None, publisher.close)
+        if producer is not None:
+            await loop.run_in_executor(None, producer.close)
 
 
 def _registration_sender(settings: ControllerFile) -> Callable[[ControllerRegistrationRequest], None] | None:

@@ -1,4 +1,5 @@
-"""The publisher: on the active controller, every committed Raft batch goes to a Kafka topic, in order.
+"""The topic producer (`TopicProducer`): on the active controller, every committed Raft batch goes to a Kafka
+topic, in order. (Not a publisher in Kafka's sense, the loader's callback: that is `replay.loader.Publisher`.)
 
 One Kafka message per batch: value = the batch's RecordBatch v2 bytes exactly as the log holds them, key =
 its base offset as an 8-byte big-endian int64 (`records.topic` defines the format, snapshots included). The
@@ -71,8 +72,9 @@ class PublisherConfig:
     extra_producer_config: tuple[tuple[str, str], ...] = ()
 
 
-class MetadataPublisher:
-    """A MetadataListener: register it on the node's log next to the controller."""
+class TopicProducer:
+    """Produces the committed Raft log into the metadata topic; a MetadataListener: register it on the node's
+    log next to the controller."""
 
     def __init__(self, source: MetadataLog, node_id: int, config: PublisherConfig) -> None:
         self._source = source
@@ -82,7 +84,7 @@ class MetadataPublisher:
         self._closing = threading.Event()
         self._active = False
         self._closed = False
-        self._thread = threading.Thread(target=self._run, name=f"metadata-publisher-{node_id}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"topic-producer-{node_id}", daemon=True)
         self._lock = threading.Lock()
         self.published_offset = -1  # the topic holds every batch up to this offset, as far as this node knows
         self._durable_lock = threading.Lock()  # `durable_offset` is asked from the quorum's loop
@@ -105,7 +107,7 @@ class MetadataPublisher:
 
     # -- lifecycle -----------------------------------------------------------------------------------------
 
-    def start(self) -> MetadataPublisher:
+    def start(self) -> TopicProducer:
         self._source.register(self)
         self._thread.start()
         return self

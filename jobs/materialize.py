@@ -48,7 +48,7 @@ class MaterializeConfig:
     bootstrap_servers: str
     topic: str
     warehouse: str  # a local path or an object-store URI (s3://bucket/prefix)
-    checkpoint: Path
+    spark_checkpoint: Path  # Spark's checkpoint location: the stream's progress (not an image checkpoint)
     trigger_seconds: float = 1.0
     available_now: bool = False
     max_offsets_per_trigger: int | None = None
@@ -208,7 +208,7 @@ def open_warehouse(uri: str, storage_options: tuple[tuple[str, str], ...]) -> Wa
 def start_query(spark: Any, config: MaterializeConfig, writer: MicroBatchWriter) -> Any:
     options = dict(config.kafka_options)
     frame = kafka_topic.stream(spark, config.bootstrap_servers, config.topic, options, config.max_offsets_per_trigger)
-    stream = frame.writeStream.foreachBatch(writer).option("checkpointLocation", str(config.checkpoint))
+    stream = frame.writeStream.foreachBatch(writer).option("checkpointLocation", str(config.spark_checkpoint))
     if config.available_now:
         stream = stream.trigger(availableNow=True)
     else:
@@ -274,17 +274,17 @@ def check_topic_identity(spark: Any, config: MaterializeConfig) -> None:
         )
     except KafkaTopicError as error:
         raise MaterializeError(str(error)) from None
-    recorded_at = config.checkpoint / TOPIC_ID_FILE
+    recorded_at = config.spark_checkpoint / TOPIC_ID_FILE
     if recorded_at.exists():
         recorded = recorded_at.read_text().strip()
         if recorded != current:
             raise MaterializeError(
                 f"topic {config.topic} on {config.bootstrap_servers} has id {current}, but the checkpoint "
-                f"{config.checkpoint} read the topic of id {recorded}: it was deleted and created again; its "
+                f"{config.spark_checkpoint} read the topic of id {recorded}: it was deleted and created again; its "
                 "messages are not the log this checkpoint and warehouse hold (use a new checkpoint and warehouse)"
             )
         return
-    config.checkpoint.mkdir(parents=True, exist_ok=True)
+    config.spark_checkpoint.mkdir(parents=True, exist_ok=True)
     temporary = recorded_at.with_suffix(".tmp")
     temporary.write_text(current + "\n")
     temporary.replace(recorded_at)
@@ -304,7 +304,7 @@ def parse_args(argv: list[str] | None) -> MaterializeConfig:
     parser.add_argument("--bootstrap-servers", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--warehouse", required=True, help="a local path or an object-store URI")
-    parser.add_argument("--checkpoint", type=Path, required=True)
+    parser.add_argument("--checkpoint", dest="spark_checkpoint", type=Path, required=True)
     parser.add_argument("--cluster-id",
                         help="the cluster whose log the topic holds: the warehouse records it, refuses another")
     parser.add_argument("--trigger-seconds", type=float, default=1.0)

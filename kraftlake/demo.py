@@ -153,10 +153,10 @@ class Demo:
                    f"it now leads {led} orders partitions (was {led_before})")
 
     def _materialize(self, cluster: LocalCluster) -> None:
-        from analytics.report import write_report
+        from analytics.report import text_report, write_report
         from jobs.kafka_topic import read_messages
         from jobs.materialize import MaterializeConfig, local_spark, run
-        from jobs.report import report
+        from lake.reader import WarehouseReader
         from lake.warehouse import Warehouse
 
         config = MaterializeConfig(
@@ -166,8 +166,9 @@ class Demo:
         spark = local_spark()
         run(config, spark)
         self._step(f"the streaming job drained the topic into {self.warehouse}\n")
-        self.say(report(spark, Warehouse(self.warehouse)))
-        page = write_report(spark, Warehouse(self.warehouse), self.repo / "run" / "report.html")
+        reader = WarehouseReader(Warehouse(self.warehouse))
+        self.say(text_report(spark, reader))
+        page = write_report(spark, reader, self.repo / "run" / "report.html")
         self.say(f"\nthe HTML report (open it in a browser): {page}")
         chunks = read_messages(spark, config.bootstrap_servers, config.topic, {}, cluster.topic_end())
         counts = transaction_markers(message.value for chunk in chunks for message in chunk)

@@ -41,15 +41,16 @@ from image_schema.changes import RowVersion
 from image_schema.tables import TABLES, Row
 from lake.handles import OPEN_TABLES
 from lake.maintenance import MaintenancePolicy, compact_if_due, lost_race, prune_log
+from lake.reader import WarehouseReader
 from lake.source import SOURCE, SourceIdentity, SourceMismatchError, check_batch, check_cluster, mismatch, table_data
 from lake.warehouse import (
     BATCHES,
     BATCHES_SCHEMA,
     BUCKET,
-    CHECKPOINT_COLUMN,
-    CHECKPOINTS,
-    CHECKPOINTS_SCHEMA,
     HISTORY_COLUMNS,
+    IMAGE_CHECKPOINT_COLUMN,
+    IMAGE_CHECKPOINTS,
+    IMAGE_CHECKPOINTS_SCHEMA,
     IMAGES,
     IMAGES_SCHEMA,
     ROWS_PER_BUCKET,
@@ -57,8 +58,8 @@ from lake.warehouse import (
     all_tables,
     buckets_for,
     buckets_of,
-    checkpoint_name,
     history_name,
+    image_checkpoint_table,
     partition_columns,
     with_buckets,
     writer_properties,
@@ -119,7 +120,7 @@ class TableWrite:
 
 
 @dataclass(frozen=True)
-class CheckpointState:
+class ImageCheckpointState:
     """The last complete image checkpoint: where it is and how big, to pace the next one."""
 
     offset: int = -1
@@ -155,7 +156,7 @@ class DeltaSink:
         self._held, first_offset = self._held_source()
         self._anchors = self._anchor_batches(first_offset)  # the warehouse's batches a writer's log must match
         self._history_rows = self._last_image_history_rows()
-        self._checkpoint = self._last_checkpoint()
+        self._image_checkpoint = self._last_image_checkpoint()
 
     def _table(self, name: str) -> DeltaTable:
         table = self._tables.get(name)
@@ -243,7 +244,11 @@ class DeltaSink:
         return self._history_rows
 
     def last_published(self) -> int:
-        return self.written_through(IMAGES)
+        """The last published image's offset, by the readers' rule (`WarehouseReader.last_published`): read
+        once, then kept as this sink publishes."""
+        if IMAGES not in self._through:
+            self._through[IMAGES] = WarehouseReader(self.warehouse).last_published()
+        return self._through[IMAGES]
 
     def _last_image_history_rows(self) -> int:
         last = self.last_published()
@@ -252,12 +257,12 @@ class DeltaSink:
         found = self._table(IMAGES).to_pyarrow_table(columns=["history_rows"], filters=[("offset", "=", last)])
         return int(found["history_rows"][0].as_py()) if found.num_rows else 0
 
-    def _last_checkpoint(self) -> CheckpointState:
-        last = self.written_through(CHECKPOINTS)
+    def _last_image_checkpoint(self) -> ImageCheckpointState:
+        last = self.written_through(IMAGE_CHECKPOINTS)
         if last < 0:
-            return CheckpointState()
-        row = self._table(CHECKPOINTS).to_pyarrow_table(filters=[("offset", "=", last)]).to_pylist()[0]
-        return CheckpointState(row["offset"], row["history_rows"], row["rows"])
+            return ImageCheckpointState()
+        row = self._table(IMAGE_CHECKPOINTS).to_pyarrow_table(filters=[("offset", "=", last)]).to_pylist()[0]
+        return ImageCheckpointState(row["offset"], row["history_rows"], row["rows"])
 
     def write(
         self, image: PublishedImage | None, versions: Sequence[RowVersion], batches: Sequence[RecordBatch]
@@ -287,7 +292,7 @@ class DeltaSink:
         self._image_tables = (-1, {})
         self._table(IMAGES)
         self._history_rows = self._last_image_history_rows()
-        self._checkpoint = self._last_checkpoint()
+        self._image_checkpoint = self._last_image_checkpoint()
 
     def prepare(
         self, image: PublishedImage | None, versions: Sequence[RowVersion], batches: Sequence[RecordBatch]
@@ -330,7 +335,7 @@ class DeltaSink:
             self._append_image(image)
             failpoint("sink.after_image")
         if image is not None and image.provenance.offset == self.last_published():
-            self._checkpoint_if_due(image)  # also on a rerun: a crash may have cut it short
+            self._image_checkpoint_if_due(image)  # also on a rerun: a crash may have cut it short
         self._maintain([*(write.table for write in writes), IMAGES])
         self._sweep_if_due([write.table for write in writes], published)
         return published
@@ -517,25 +522,25 @@ class DeltaSink:
         data = pa.Table.from_pylist([row], schema=IMAGES_SCHEMA)
         return TableWrite(IMAGES, data, provenance.offset, provenance, "sink.after_image")
 
-    def _checkpoint_if_due(self, image: PublishedImage) -> None:
+    def _image_checkpoint_if_due(self, image: PublishedImage) -> None:
         """Write every table's full rows at this image, then its `checkpoints` row, when the history since
         the last checkpoint is as big as that checkpoint (Kafka's snapshot-after-N-bytes, in rows)."""
-        since = self._history_rows - self._checkpoint.history_rows
-        if image.image is None or since < max(self.policy.checkpoint_min_rows, self._checkpoint.rows):
+        since = self._history_rows - self._image_checkpoint.history_rows
+        if image.image is None or since < max(self.policy.checkpoint_min_rows, self._image_checkpoint.rows):
             return
         provenance, rows = image.provenance, 0
         for table in TABLES:
             data = self._image_table(image, table)
             rows += data.num_rows
-            name = checkpoint_name(table)
+            name = image_checkpoint_table(table)
             if data.num_rows and self.written_through(name) < provenance.offset:
                 offsets = pa.array([provenance.offset] * data.num_rows, pa.int64())
-                self._append(name, data.append_column(CHECKPOINT_COLUMN, offsets), provenance.offset, provenance)
+                self._append(name, data.append_column(IMAGE_CHECKPOINT_COLUMN, offsets), provenance.offset, provenance)
         failpoint("sink.before_checkpoint_row")
-        state = CheckpointState(provenance.offset, self._history_rows, rows)
-        data = pa.Table.from_pylist([state.__dict__], schema=CHECKPOINTS_SCHEMA)
-        self._append(CHECKPOINTS, data, provenance.offset, provenance)
-        self._checkpoint = state
+        state = ImageCheckpointState(provenance.offset, self._history_rows, rows)
+        data = pa.Table.from_pylist([state.__dict__], schema=IMAGE_CHECKPOINTS_SCHEMA)
+        self._append(IMAGE_CHECKPOINTS, data, provenance.offset, provenance)
+        self._image_checkpoint = state
 
     def _maintain(self, tables: Iterator[str] | Sequence[str], above: int | None = None) -> None:
         """Re-bucket or compact each of `tables` that is due (`above`: as `compact_if_due`'s)."""

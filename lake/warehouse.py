@@ -9,6 +9,9 @@
     <uri>/batches               one row per Raft batch: offsets, epoch, append time (provenance at any offset)
     <uri>/source                the one source the warehouse holds (`lake.source`), written at its first write
 
+(Image checkpoints are kraftlake's own, `IMAGE_CHECKPOINTS` and `image_checkpoint_table()` here; not Delta's
+`_delta_log` checkpoints nor Spark's checkpoint location.)
+
 A warehouse is a URI: a local path or anything delta-rs opens (`s3://bucket/prefix`, …) with its storage
 options. Time travel reads only the latest version of each table (checkpoint + history since), so Delta's
 log retention and VACUUM never take an offset away; the properties below say how much old state Delta keeps.
@@ -38,11 +41,12 @@ from deltalake.exceptions import DeltaError
 from deltalake.fs import DeltaStorageHandler
 
 from image_schema.tables import TABLES
+from lake.errors import WarehouseLayoutError
 from lake.source import SOURCE, SOURCE_SCHEMA
 
 IMAGES = "images"
 BATCHES = "batches"
-CHECKPOINTS = "checkpoints"
+IMAGE_CHECKPOINTS = "checkpoints"
 
 IMAGES_SCHEMA = pa.schema([
     ("offset", pa.int64()),
@@ -65,7 +69,7 @@ BATCHES_SCHEMA = pa.schema([
     ("size_bytes", pa.int32()),
 ])
 
-CHECKPOINTS_SCHEMA = pa.schema([
+IMAGE_CHECKPOINTS_SCHEMA = pa.schema([
     ("offset", pa.int64()),
     ("history_rows", pa.int64()),  # the images row's count at this offset
     ("rows", pa.int64()),  # rows in the checkpoint, all tables
@@ -76,7 +80,7 @@ ROWS_PER_BUCKET = 500  # 1M rows, 100 merged: 0.26 s in 1,024 buckets, 0.6 s in 
 MAX_BUCKETS = 4096
 
 HISTORY_COLUMNS = [pa.field("from_offset", pa.int64()), pa.field("deleted", pa.bool_())]
-CHECKPOINT_COLUMN = pa.field("checkpoint_offset", pa.int64())
+IMAGE_CHECKPOINT_COLUMN = pa.field("checkpoint_offset", pa.int64())
 
 # Delta properties of every table. Time travel never reads an old Delta version, so old versions are kept
 # only as long as a reader in flight may still use one. `images` and `batches` commit once per image, so
@@ -102,11 +106,6 @@ TABLE_PROPERTIES = {
 # to features delta-rs 1.6.6 cannot read or write (deletion vectors; `checkpointProtection`, which dropping a
 # feature leaves behind). OPTIMIZE and VACUUM by delta-spark keep it (tests/lake/test_delta_spark.py).
 PROTOCOL = (1, 2)  # (min reader version, min writer version), no table features
-
-
-class WarehouseLayoutError(Exception):
-    """A warehouse whose tables this kraftlake cannot write: written by an older kraftlake, or upgraded by
-    another writer."""
 
 
 def buckets_for(rows: int) -> int:
@@ -145,7 +144,7 @@ def partition_columns(name: str) -> list[str] | None:
 
 # Parquet row groups of at most this many rows, for every file the sink appends or compaction writes. Rows
 # are appended in offset order, so each row group's `from_offset` statistics stay narrow: a read of a few
-# offsets (one key's versions, `lake.history.key_rows`) decodes a row group or two instead of a whole file
+# offsets (one key's versions, `WarehouseReader.history`) decodes a row group or two instead of a whole file
 # (the history of one partition among 1M: a 400k-row file, 190 ms -> 13 ms).
 ROW_GROUP_ROWS = 16_384
 
@@ -158,7 +157,7 @@ def history_name(table: str) -> str:
     return f"{table}_history"
 
 
-def checkpoint_name(table: str) -> str:
+def image_checkpoint_table(table: str) -> str:
     return f"{table}_checkpoints"
 
 
@@ -170,8 +169,8 @@ def history_schema(table: str) -> pa.Schema:
     return schema
 
 
-def checkpoint_schema(table: str) -> pa.Schema:
-    return TABLES[table].schema.append(CHECKPOINT_COLUMN)
+def image_checkpoint_schema(table: str) -> pa.Schema:
+    return TABLES[table].schema.append(IMAGE_CHECKPOINT_COLUMN)
 
 
 def offset_column(name: str) -> str | None:
@@ -181,8 +180,8 @@ def offset_column(name: str) -> str | None:
         return None
     if any(name == history_name(table) for table in TABLES):
         return HISTORY_COLUMNS[0].name
-    if any(name == checkpoint_name(table) for table in TABLES):
-        return CHECKPOINT_COLUMN.name
+    if any(name == image_checkpoint_table(table) for table in TABLES):
+        return IMAGE_CHECKPOINT_COLUMN.name
     return {BATCHES: "base_offset", SOURCE: "first_offset"}.get(name, "offset")
 
 
@@ -192,9 +191,9 @@ def all_tables() -> dict[str, pa.Schema]:
     for name in TABLES:
         tables[name] = current_schema(name)
         tables[history_name(name)] = history_schema(name)
-        tables[checkpoint_name(name)] = checkpoint_schema(name)
+        tables[image_checkpoint_table(name)] = image_checkpoint_schema(name)
     tables[BATCHES] = BATCHES_SCHEMA
-    tables[CHECKPOINTS] = CHECKPOINTS_SCHEMA
+    tables[IMAGE_CHECKPOINTS] = IMAGE_CHECKPOINTS_SCHEMA
     tables[SOURCE] = SOURCE_SCHEMA
     tables[IMAGES] = IMAGES_SCHEMA
     return tables
@@ -255,8 +254,8 @@ class Warehouse:
             table = self.table(name)
             if name in TABLES and table.metadata().partition_columns != partition_columns(name):
                 raise WarehouseLayoutError(
-                    f"{self.table_uri(name)} has no `bucket` partition: the warehouse {self.uri} was written by an "
-                    "older kraftlake; rebuild it (ingest the log again into a new warehouse)"
+                    self.uri, f"table {name} has no `bucket` partition: the warehouse was written by an older "
+                    "kraftlake; rebuild it (ingest the log again into a new warehouse)"
                 )
             _check_protocol(self.table_uri(name), table)
 
@@ -285,7 +284,7 @@ def _check_protocol(uri: str, table: DeltaTable) -> None:
         return
     features = sorted({*(protocol.reader_features or []), *(protocol.writer_features or [])})
     raise WarehouseLayoutError(
-        f"{uri}: another writer upgraded the table to Delta protocol reader {protocol.min_reader_version} / "
+        uri, f"another writer upgraded the table to Delta protocol reader {protocol.min_reader_version} / "
         f"writer {protocol.min_writer_version} (features: {', '.join(features) or 'none'}), which kraftlake's "
         f"writer (delta-rs) cannot keep; rebuild the warehouse (ingest or replay the log into a new one) and "
         "leave its table features alone (OPTIMIZE and VACUUM are fine)"

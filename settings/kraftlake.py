@@ -28,7 +28,7 @@ class MaterializeSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     warehouse: str = "warehouse"  # a local path or an object-store URI (s3://bucket/prefix), kept as given
-    checkpoint: Path = Path("checkpoints/materialize")
+    checkpoint: Path = Path("checkpoints/materialize")  # Spark's checkpoint location (the stream's progress)
     trigger_seconds: float = 1.0
     max_offsets_per_trigger: int = 0  # 0: no per-trigger limit
     idle_publish_seconds: float = 10.0  # an offset-only image waits up to this long (see lake.pipeline)

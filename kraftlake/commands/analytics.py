@@ -9,7 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from kraftlake.commands.warehouse import open_warehouse, parse_time
+from kraftlake.commands.warehouse import lake_errors, open_reader, parse_time
 from kraftlake.config import add_warehouse_arguments
 from kraftlake.errors import UserFacingError
 
@@ -41,17 +41,19 @@ def register(subparsers: Any) -> None:
     report.set_defaults(handler=run_report)
 
 
-def _session_with_views(args: argparse.Namespace, at_offset: int | None = None, at_time: str | None = None) -> Any:
+def _session_with_views(
+    args: argparse.Namespace, reader: Any, at_offset: int | None = None, at_time: str | None = None
+) -> Any:
+    """A Spark session with the views of the image at `at_offset` or `at_time` (the reader's rule; None:
+    the last published image)."""
     from analytics.views import register_views
     from jobs.materialize import local_spark
-    from lake.time_travel import TimeTravelError
 
-    spark = local_spark("kraftlake-sql", short_lived=True)
-    spark.conf.set("spark.sql.session.timeZone", "UTC")  # times print as the ISO-8601 UTC the CLI takes
-    try:
-        register_views(spark, open_warehouse(args), at_offset, None if at_time is None else parse_time(at_time))
-    except TimeTravelError as error:
-        raise UserFacingError(str(error)) from None
+    with lake_errors(reader.uri):
+        offset = at_offset if at_time is None else reader.offset_at(parse_time(at_time))
+        spark = local_spark("kraftlake-sql", short_lived=True)
+        spark.conf.set("spark.sql.session.timeZone", "UTC")  # times print as the ISO-8601 UTC the CLI takes
+        register_views(spark, reader, offset)
     return spark
 
 
@@ -74,7 +76,7 @@ def _json_value(value: Any) -> Any:
 def run_sql(args: argparse.Namespace) -> int:
     from pyspark.errors import AnalysisException, ParseException
 
-    spark = _session_with_views(args, args.at_offset, args.at_time)
+    spark = _session_with_views(args, open_reader(args), args.at_offset, args.at_time)
     try:
         frame = spark.sql(args.query)
     except (AnalysisException, ParseException) as error:
@@ -84,7 +86,7 @@ def run_sql(args: argparse.Namespace) -> int:
 
 
 def run_summary(args: argparse.Namespace) -> int:
-    frame = _session_with_views(args).table(args.name)
+    frame = _session_with_views(args, open_reader(args)).table(args.name)
     order = next((c for c in ("offset", "start_offset") if c in frame.columns), frame.columns[0])
     _print(frame.orderBy(order, *frame.columns[:1]), args.json)
     return 0
@@ -94,9 +96,10 @@ def run_report(args: argparse.Namespace) -> int:
     from analytics.report import write_report
     from kraftlake.commands.history import offset_or_time
 
-    warehouse = open_warehouse(args)
-    spark = _session_with_views(args)
-    path = write_report(spark, warehouse, args.out, offset_or_time(warehouse, args.from_),
-                        offset_or_time(warehouse, args.to))
+    reader = open_reader(args)
+    spark = _session_with_views(args, reader)
+    with lake_errors(reader.uri):
+        window = offset_or_time(reader, args.from_), offset_or_time(reader, args.to)
+        path = write_report(spark, reader, args.out, *window)
     print(path)
     return 0

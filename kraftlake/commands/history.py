@@ -7,9 +7,8 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from kraftlake.commands.warehouse import open_warehouse, parse_time
+from kraftlake.commands.warehouse import lake_errors, open_reader, parse_time
 from kraftlake.config import add_warehouse_arguments
-from kraftlake.errors import UserFacingError
 
 KEY_FORMS = (
     "brokers: 1 · partitions: orders-3 · topics: orders · configs: topic:orders[:retention.ms] or broker:[:name] "
@@ -29,15 +28,14 @@ def register(subparsers: Any) -> None:
     history.set_defaults(handler=run_history)
 
 
-def offset_or_time(warehouse: Any, text: str | None) -> int | None:
-    """An integer is an offset; anything else is an ISO-8601 time, turned into the last offset appended by then."""
-    from lake.history import offset_at_time
-
+def offset_or_time(reader: Any, text: str | None) -> int | None:
+    """An integer is an offset; anything else is an ISO-8601 time, turned into an offset by the reader's one
+    rule (`WarehouseReader.offset_at`)."""
     if text is None:
         return None
     if text.lstrip("-").isdigit():
         return int(text)
-    return offset_at_time(warehouse, parse_time(text))
+    return int(reader.offset_at(parse_time(text)))
 
 
 def iso_time(time_ms: int) -> str:
@@ -45,16 +43,10 @@ def iso_time(time_ms: int) -> str:
 
 
 def run_history(args: argparse.Namespace) -> int:
-    from lake.history import UnknownKeyError, key_history
-    from lake.time_travel import TimeTravelError
-
-    warehouse = open_warehouse(args)
-    try:
-        versions = key_history(
-            warehouse, args.table, args.key, offset_or_time(warehouse, args.from_), offset_or_time(warehouse, args.to)
-        )
-    except (TimeTravelError, UnknownKeyError) as error:
-        raise UserFacingError(str(error)) from None
+    reader = open_reader(args)
+    with lake_errors(reader.uri):
+        window = offset_or_time(reader, args.from_), offset_or_time(reader, args.to)
+        versions = reader.history(args.table, args.key, *window)
     for version in versions:
         if args.json:
             print(json.dumps({"offset": version.offset, "time": iso_time(version.time_ms), "change": version.change,

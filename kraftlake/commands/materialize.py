@@ -21,7 +21,8 @@ def register(subparsers: Any) -> None:
                         help="a Kafka client option, Java client names (e.g. security.protocol=SASL_SSL); "
                              "adds to [kafka] options")
     add_warehouse_arguments(parser)
-    parser.add_argument("--checkpoint", type=Path)
+    parser.add_argument("--checkpoint", type=Path,
+                        help="Spark's checkpoint location (the stream's progress; not an image checkpoint)")
     parser.add_argument("--cluster-id",
                         help="the cluster whose log the topic holds: the warehouse records it, refuses another")
     parser.add_argument("--trigger-seconds", type=float)
@@ -54,7 +55,7 @@ def config_from(args: argparse.Namespace) -> Any:
         topic=pick(args.topic, kafka.topic),
         warehouse=location.uri,
         storage_options=tuple(location.storage_options.items()),
-        checkpoint=pick(args.checkpoint, job.checkpoint),
+        spark_checkpoint=pick(args.checkpoint, job.checkpoint),
         trigger_seconds=trigger,
         available_now=args.available_now,
         max_offsets_per_trigger=pick(args.max_offsets_per_trigger, job.max_offsets_per_trigger) or None,

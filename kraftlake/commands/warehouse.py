@@ -70,6 +70,25 @@ def open_warehouse(args: argparse.Namespace) -> Any:
     return Warehouse(location.uri, location.storage_options)
 
 
+def open_reader(args: argparse.Namespace) -> Any:
+    """The reader of the warehouse the flags and the config name."""
+    from lake.reader import WarehouseReader
+
+    return WarehouseReader(open_warehouse(args))
+
+
+@contextmanager
+def lake_errors(uri: str) -> Iterator[None]:
+    """The lake's own errors (each names the warehouse) and the store's, as one line and exit code 2."""
+    from lake.errors import LakeError
+
+    try:
+        with store_errors(uri):
+            yield
+    except LakeError as error:
+        raise UserFacingError(str(error)) from None
+
+
 @contextmanager
 def store_errors(uri: str) -> Iterator[None]:
     """An unreachable store, a missing bucket, refused credentials, a full or read-only disk: one line naming
@@ -88,7 +107,6 @@ def run_ingest(args: argparse.Namespace) -> int:
     from lake.ingest import ingest, terminal_progress
     from lake.sink import WriterFencedError
     from lake.source import SourceMismatchError
-    from lake.warehouse import WarehouseLayoutError
 
     try:
         metadata_log_dir(args.directory)  # before the warehouse is created: a wrong path leaves nothing behind
@@ -96,11 +114,11 @@ def run_ingest(args: argparse.Namespace) -> int:
         raise UserFacingError(str(error)) from None
     warehouse = open_warehouse(args)
     try:
-        with store_errors(warehouse.uri):
+        with lake_errors(warehouse.uri):
             result = ingest(args.directory, warehouse, image_every=args.image_every, progress=terminal_progress())
     except (RecordFormatError, ReplayError) as error:
         raise UserFacingError(f"{error} (nothing past the last good image was published; fix and rerun)") from None
-    except (WarehouseLayoutError, SourceMismatchError, WriterFencedError) as error:
+    except (SourceMismatchError, WriterFencedError) as error:
         raise UserFacingError(str(error)) from None
     print(
         f"ingested offsets {result.first_offset}..{result.last_offset} into {warehouse.uri}: "
@@ -136,18 +154,12 @@ def run_image(args: argparse.Namespace) -> int:
     """`--json` and `--table` write their text from the Arrow tables in a few buffers (`image_schema`)."""
     from image_schema.canonical import write_chunks
     from image_schema.json_text import buffer_of, row_lines
-    from lake.time_travel import TimeTravelError, image_at_offset, image_at_time
 
     text_memory()
-    warehouse = open_warehouse(args)
-    try:
-        with store_errors(warehouse.uri):
-            if args.at_offset is not None:
-                image = image_at_offset(warehouse, args.at_offset)
-            else:
-                image = image_at_time(warehouse, parse_time(args.at_time))
-    except TimeTravelError as error:
-        raise UserFacingError(str(error)) from None
+    reader = open_reader(args)
+    with lake_errors(reader.uri):
+        offset = args.at_offset if args.at_offset is not None else reader.offset_at(parse_time(args.at_time))
+        image = reader.image_at(offset)
     if args.json:
         write_chunks(image.canonical_chunks(), sys.stdout)
     elif args.table:
@@ -164,37 +176,30 @@ def run_image(args: argparse.Namespace) -> int:
 
 def run_changes(args: argparse.Namespace) -> int:
     """One JSON line per changed row: inserts and deletes with the row, updates with `before` → `after`
-    (written from the Arrow columns, `lake.history.change_lines`)."""
+    (written from the Arrow columns, `WarehouseReader.change_lines`)."""
     from image_schema.canonical import write_chunks
     from image_schema.json_text import buffer_of
-    from lake.history import change_lines, offset_at_time
-    from lake.time_travel import TimeTravelError, changes_between
 
-    warehouse = open_warehouse(args)
-    if args.from_time is not None:
-        args.from_offset = offset_at_time(warehouse, parse_time(args.from_time))
-    if args.to_time is not None:
-        args.to_offset = offset_at_time(warehouse, parse_time(args.to_time))
-    if args.to_offset < args.from_offset:
-        raise UserFacingError(f"the end (offset {args.to_offset}) is before the start (offset {args.from_offset})")
-    try:
-        with store_errors(warehouse.uri):
-            changes = changes_between(warehouse, args.from_offset, args.to_offset)
-            for name, table in changes.items():
-                if (args.table and name != args.table) or not table.num_rows:
-                    continue
-                write_chunks([buffer_of(change_lines(warehouse, name, table))], sys.stdout, end=b"")
-    except TimeTravelError as error:
-        raise UserFacingError(str(error)) from None
+    reader = open_reader(args)
+    with lake_errors(reader.uri):
+        start = args.from_offset if args.from_time is None else reader.offset_at(parse_time(args.from_time))
+        end = args.to_offset if args.to_time is None else reader.offset_at(parse_time(args.to_time))
+        if end < start:
+            raise UserFacingError(f"the end (offset {end}) is before the start (offset {start})")
+        for name, table in reader.changes(start, end).items():
+            if (args.table and name != args.table) or not table.num_rows:
+                continue
+            write_chunks([buffer_of(reader.change_lines(name, table))], sys.stdout, end=b"")
     return 0
 
 
 def run_maintain(args: argparse.Namespace) -> int:
+    from lake.errors import not_a_warehouse
     from lake.maintenance import TableReport, maintain
 
     warehouse = open_warehouse(args)
     if not warehouse.exists():
-        raise UserFacingError(f"{warehouse.uri} is not a kraftlake warehouse (no images table)")
+        raise UserFacingError(str(not_a_warehouse(warehouse.uri)))
 
     def show(report: TableReport) -> None:
         before, after = report.files_before, report.files_after

@@ -19,7 +19,7 @@ from analytics.views import register_views
 from image_schema.tables import TABLES
 from kraftlake.cli import main
 from lake.ingest import ingest
-from lake.time_travel import image_at_offset, published_images
+from lake.reader import WarehouseReader
 from lake.warehouse import BATCHES, Warehouse, history_name
 from tests.fixtures.s3 import S3Store
 
@@ -55,16 +55,16 @@ def rows_json(rows: list[Any]) -> list[str]:
 @pytest.mark.parametrize("where", ["local", "s3"])  # Delta's reader, from a disk / through S3A
 def test_sql_counts_equal_the_arrow_api(spark, request: pytest.FixtureRequest, where: str) -> None:
     warehouse = request.getfixturevalue("warehouse" if where == "local" else "s3_warehouse")
-    register_views(spark, warehouse, at_offset=BETWEEN_IMAGES)
-    image = image_at_offset(warehouse, BETWEEN_IMAGES)
-    pinned = published_images(warehouse)[-1].table_versions
+    register_views(spark, WarehouseReader(warehouse), at_offset=BETWEEN_IMAGES)
+    image = WarehouseReader(warehouse).image_at(BETWEEN_IMAGES)
+    pinned = WarehouseReader(warehouse).images()[-1].table_versions
     for name in TABLES:
         assert count(spark, name) == image.tables[name].num_rows, name
         assert rows_json(spark.table(name).collect()) == rows_json(image.tables[name].to_pylist()), name
         history = warehouse.table(history_name(name), pinned[history_name(name)]).to_pyarrow_table()
         assert count(spark, history_name(name)) == history.num_rows, history_name(name)
     assert count(spark, BATCHES) == warehouse.table(BATCHES).to_pyarrow_table().num_rows
-    assert count(spark, "images") == len(published_images(warehouse))
+    assert count(spark, "images") == len(WarehouseReader(warehouse).images())
 
 
 def test_history_command_prints_versions(warehouse: Warehouse, capsys: pytest.CaptureFixture) -> None:
@@ -81,8 +81,8 @@ def test_history_command_prints_versions(warehouse: Warehouse, capsys: pytest.Ca
 
 
 def test_report_renders_every_chart_in_a_browser(spark, chromium, warehouse: Warehouse, tmp_path: Path) -> None:
-    register_views(spark, warehouse)
-    page = write_report(spark, warehouse, tmp_path / "report.html")
+    register_views(spark, WarehouseReader(warehouse))
+    page = write_report(spark, WarehouseReader(warehouse), tmp_path / "report.html")
     assert "<script src=" not in page.read_text()  # nothing to fetch at view time
     rendered = chromium.render(page, tmp_path / "report.png")
     for chart in CHART_IDS:
@@ -109,7 +109,7 @@ def test_changes_by_time_show_before_and_after(warehouse: Warehouse, capsys: pyt
 def test_sql_and_summary_commands(spark, warehouse: Warehouse, capsys: pytest.CaptureFixture) -> None:
     assert main(["sql", "--warehouse", warehouse.uri, "--at-offset", str(BETWEEN_IMAGES), "--json",
                  "SELECT count(*) AS n FROM partitions"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"n": image_at_offset(warehouse, BETWEEN_IMAGES).tables[
+    assert json.loads(capsys.readouterr().out) == {"n": WarehouseReader(warehouse).image_at(BETWEEN_IMAGES).tables[
         "partitions"].num_rows}
     assert main(["summary", "fencing_episodes", "--warehouse", warehouse.uri, "--json"]) == 0
     episodes = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

@@ -9,6 +9,7 @@ import pytest
 
 from analytics.views import register_views
 from lake.pipeline import MetadataPipeline
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse
 from records import metadata_types as mt
 from tests.replay.builders import MV, P, T, change, data, uuid
@@ -63,7 +64,7 @@ def views(spark, tmp_path_factory: pytest.TempPathFactory) -> Any:
         if offset == 12:
             pipeline.commit()  # two images: the views must read across them
     pipeline.commit()
-    register_views(spark, warehouse)
+    register_views(spark, WarehouseReader(warehouse))
     return spark
 
 

@@ -12,7 +12,7 @@ import pytest
 from controller.publisher import PublisherConfig, PublishError, resume_offset
 from image_schema.canonical import canonical_json
 from kraftlake.cli import main
-from lake.time_travel import image_at_offset, published_images
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse
 from records import decode_batch, read_batches
 from records.files import SnapshotId
@@ -49,7 +49,7 @@ def log_copy(source: Path, target: Path, *, batches: slice) -> Path:
 
 def assert_equals_replay(warehouse: Warehouse, directory: Path, offsets: list[int]) -> None:
     for offset in offsets:
-        from_delta = canonical_json(image_at_offset(warehouse, offset).to_image(), provenance=False)
+        from_delta = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
         from_replay = canonical_json(replay_paths([directory], offset).image, provenance=False)
         assert from_delta == from_replay, f"differs at offset {offset}"
 
@@ -90,7 +90,7 @@ def test_a_log_past_zero_goes_in_after_its_newest_usable_snapshot(
 
     drain(bootstrap, topic, tmp_path / "warehouse", micro_batch=400, single_first=5)  # the snapshot spans 3
     warehouse = Warehouse(tmp_path / "warehouse")
-    images = published_images(warehouse)
+    images = WarehouseReader(warehouse).images()
     assert (images[0].offset, images[0].snapshot) == (14925, True)
     assert_equals_replay(warehouse, directory, [14925, *range(14926, 17027, 97), 17026])
 
@@ -113,7 +113,7 @@ def test_a_snapshot_only_directory_and_a_snapshot_cut_short(kafka_broker, sample
 
     drain(bootstrap, topic, tmp_path / "warehouse", micro_batch=400, single_first=5)
     warehouse = Warehouse(tmp_path / "warehouse")
-    assert [(image.offset, image.snapshot) for image in published_images(warehouse)] == [(7604, True)]
+    assert [(image.offset, image.snapshot) for image in WarehouseReader(warehouse).images()] == [(7604, True)]
     assert_equals_replay(warehouse, directory, [7604])
 
 

@@ -13,7 +13,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from controller import LocalMetadataLog
-from controller.publisher import MetadataPublisher, PublisherConfig, decode_key
+from controller.publisher import PublisherConfig, TopicProducer, decode_key
 from kraftlake.broker import LocalBroker
 from records import decode_batch
 from records import metadata_types as mt
@@ -67,11 +67,11 @@ def as_consumer_sees(messages: list[tuple[int, bytes]]) -> list[bytes]:
 
 
 @pytest.fixture
-def setup(kafka_broker: LocalBroker) -> Iterator[tuple[LocalMetadataLog, PublisherConfig, list[MetadataPublisher]]]:
+def setup(kafka_broker: LocalBroker) -> Iterator[tuple[LocalMetadataLog, PublisherConfig, list[TopicProducer]]]:
     topic = f"metadata-{uuid.uuid4().hex[:10]}"
     config = PublisherConfig(kafka_broker.bootstrap_servers, topic, retry_backoff_ms=50, retry_backoff_max_ms=500,
                              delivery_timeout_ms=5_000)
-    publishers: list[MetadataPublisher] = []
+    publishers: list[TopicProducer] = []
     yield LocalMetadataLog(), config, publishers
     for publisher in publishers:
         publisher.close()
@@ -88,7 +88,7 @@ def append(log: LocalMetadataLog, count: int) -> None:
 
 def test_every_committed_batch_once_in_order(setup, kafka_broker: LocalBroker) -> None:
     log, config, publishers = setup
-    publishers.append(MetadataPublisher(log, 1, config).start())
+    publishers.append(TopicProducer(log, 1, config).start())
     log.elect(1)
     append(log, 50)
     log.auto_commit = False
@@ -106,7 +106,7 @@ def test_a_batch_as_big_as_kafkas_largest_reaches_the_topic(setup) -> None:
     """Kafka's Raft batches reach 8 MiB, past the 1 MiB Kafka and librdkafka take by default: the topic and
     the producer are created for MAX_MESSAGE_BYTES."""
     log, config, publishers = setup
-    publishers.append(MetadataPublisher(log, 1, config).start())
+    publishers.append(TopicProducer(log, 1, config).start())
     log.elect(1)
     value = "x" * 30_000  # a string field holds at most 32767 bytes
     values = [mt.ConfigRecord(resource_type=2, resource_name="t", name=f"c{i}", value=value) for i in range(300)]
@@ -123,8 +123,8 @@ def test_a_batch_as_big_as_kafkas_largest_reaches_the_topic(setup) -> None:
 
 def test_a_new_leader_resumes_after_the_last_published_batch(setup) -> None:
     log, config, publishers = setup
-    first = MetadataPublisher(log, 1, config).start()
-    second = MetadataPublisher(log, 2, config).start()
+    first = TopicProducer(log, 1, config).start()
+    second = TopicProducer(log, 2, config).start()
     publishers += [first, second]
     log.elect(1)
     append(log, 20)
@@ -143,7 +143,7 @@ def test_a_new_leader_resumes_after_the_last_published_batch(setup) -> None:
 
 def test_broker_restart_and_crash_while_publishing(setup, kafka_broker: LocalBroker) -> None:
     log, config, publishers = setup
-    publisher = MetadataPublisher(log, 1, config).start()
+    publisher = TopicProducer(log, 1, config).start()
     publishers.append(publisher)
     log.elect(1)
     append(log, 30)
@@ -164,13 +164,13 @@ def test_broker_restart_and_crash_while_publishing(setup, kafka_broker: LocalBro
 def test_only_an_acknowledgement_old_enough_lets_the_quorum_drop_its_log(setup) -> None:
     log, config, publishers = setup
     quick = dataclasses.replace(config, durable_after_ms=0)
-    patient = MetadataPublisher(log, 1, dataclasses.replace(config, durable_after_ms=3_600_000))
+    patient = TopicProducer(log, 1, dataclasses.replace(config, durable_after_ms=3_600_000))
     publishers.append(patient.start())
     log.elect(1)
     append(log, 5)
     last = decode_batch(committed_raw(log)[-1]).last_offset
     wait_for(lambda: patient.published_offset >= last, "the publisher to catch up")
     assert patient.durable_offset() == -1  # acknowledged, but a crashing broker could still lose it
-    standby = MetadataPublisher(log, 2, dataclasses.replace(quick, standby_refresh_ms=10))
+    standby = TopicProducer(log, 2, dataclasses.replace(quick, standby_refresh_ms=10))
     publishers.append(standby.start())
     wait_for(lambda: standby.durable_offset() >= last, "the standby to learn the topic's tail")

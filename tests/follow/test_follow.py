@@ -27,7 +27,8 @@ from follow.client import ControllerConnection, Endpoint, Versions, parse_endpoi
 from follow.observer import FetchedSnapshot, Observer, ObserverConfig
 from image_schema.canonical import canonical_json
 from kraftlake.kafka_node import KafkaNode, free_ports, kafka_uuid
-from lake.time_travel import TimeTravelError, image_at_offset, published_images
+from lake.errors import TimeTravelError
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse
 from records import decode_batch
 from records.batch import read_header
@@ -387,11 +388,11 @@ def test_publish_follow_tails_a_live_directory_past_kafkas_retention(
         drain(bootstrap, name, tmp_path / name, micro_batch=50)
         warehouse = Warehouse(tmp_path / name)
         for offset in answered:
-            ours = image_at_offset(warehouse, offset).to_image()
+            ours = WarehouseReader(warehouse).image_at(offset).to_image()
             theirs = kafka_image(kafka_images[offset])
             assert canonical_json(ours, provenance=False) == canonical_json(theirs, provenance=False), offset
     with pytest.raises(TimeTravelError, match=rf"before the history .* \(from {start.end_offset - 1}\)"):
-        image_at_offset(warehouse, 0)  # the observer's: nothing before Kafka's snapshot is invented
+        WarehouseReader(warehouse).image_at(0)  # the observer's: nothing before Kafka's snapshot is invented
 
 
 def test_a_fresh_follower_starts_from_the_snapshot_when_kafka_deleted_the_log(
@@ -426,8 +427,8 @@ def test_a_fresh_follower_starts_from_the_snapshot_when_kafka_deleted_the_log(
     # the streaming job's driver over the followed topic builds what replaying the node's own directory gives
     drain(bootstrap, topic, tmp_path / "warehouse", micro_batch=50)
     warehouse = Warehouse(tmp_path / "warehouse")
-    assert published_images(warehouse)[0].snapshot
-    from_delta = canonical_json(image_at_offset(warehouse, last).to_image(), provenance=False)
+    assert WarehouseReader(warehouse).images()[0].snapshot
+    from_delta = canonical_json(WarehouseReader(warehouse).image_at(last).to_image(), provenance=False)
     from_replay = canonical_json(replay_paths([kafka.metadata_dir], last).image, provenance=False)
     assert from_delta == from_replay
     assert '"late"' in from_delta

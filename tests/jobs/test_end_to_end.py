@@ -21,7 +21,7 @@ from controller.admin_client import AdminClient, AdminError
 from controller.controller import MID_TRANSACTION_FAILPOINT
 from image_schema.canonical import canonical_json
 from kraftlake.local_cluster import LocalCluster
-from lake.time_travel import image_at_offset, published_images
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse
 from raft.config import load_config
 from raft.voters import default_directory_id
@@ -151,7 +151,7 @@ def test_quorum_to_warehouse_with_job_restarts(published_log, tmp_path: Path) ->
     assert done.returncode == 0, done.stderr[-2000:]
 
     warehouse = Warehouse(tmp_path / "warehouse")
-    images = published_images(warehouse)
+    images = WarehouseReader(warehouse).images()
     last = images[-1].offset
     assert len({image.offset for image in images}) == len(images) >= 3
     begin, end = transactions["begin"][-2], transactions["end"][-1]  # the wide committed transaction
@@ -160,10 +160,10 @@ def test_quorum_to_warehouse_with_job_restarts(published_log, tmp_path: Path) ->
     offsets = sorted({0, last, reassigning_at, elr_at, *voter_offsets, *inside, *(o - 1 for o in inside),
                       (begin + end) // 2, *random.sample(range(last), 12)})
     for offset in offsets:
-        from_delta = canonical_json(image_at_offset(warehouse, offset).to_image(), provenance=False)
+        from_delta = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
         from_log = canonical_json(replay_paths([log_dir], offset).image, provenance=False)
         assert from_delta == from_log, f"differs at offset {offset}"
-    final = image_at_offset(warehouse, last).tables
+    final = WarehouseReader(warehouse).image_at(last).tables
     topics = set(final["topics"].column("name").to_pylist())
     assert "wide" in topics and "cut" not in topics
     # KIP-919 (controller 4, joined late, may not have registered yet when the workload ends)
@@ -172,17 +172,17 @@ def test_quorum_to_warehouse_with_job_restarts(published_log, tmp_path: Path) ->
     expected = {added_at - 1: [1, 2, 3], added_at: [1, 2, 3, 4], removed_at - 1: [1, 2, 3, 4],
                 removed_at: sorted({1, 2, 3, 4} - {leaving})}
     for offset, voter_ids in expected.items():
-        tables = image_at_offset(warehouse, offset).tables
+        tables = WarehouseReader(warehouse).image_at(offset).tables
         assert sorted(tables["voters"].column("voter_id").to_pylist()) == voter_ids, offset
         assert tables["kraft_version"].column("level").to_pylist() == [1], offset
     addresses = load_config(cluster.root / "quorum.toml").nodes
-    voters = image_at_offset(warehouse, removed_at).tables["voters"].to_pylist()
+    voters = WarehouseReader(warehouse).image_at(removed_at).tables["voters"].to_pylist()
     assert {row["voter_id"]: row["endpoints"] for row in voters} == {
         node: [{"name": "CONTROLLER", "host": addresses[node][0], "port": addresses[node][1]}]
         for node in expected[removed_at]
     }
-    during = image_at_offset(warehouse, reassigning_at).tables["partitions"].to_pylist()
+    during = WarehouseReader(warehouse).image_at(reassigning_at).tables["partitions"].to_pylist()
     assert any(row["adding_replicas"] and row["removing_replicas"] for row in during)  # a reassignment under way
-    [ledger] = [row for row in image_at_offset(warehouse, elr_at).tables["partitions"].to_pylist()
+    [ledger] = [row for row in WarehouseReader(warehouse).image_at(elr_at).tables["partitions"].to_pylist()
                 if row["topic_name"] == "ledger"]
     assert len(ledger["elr"]) == 2 and len(ledger["isr"]) == 1  # KIP-966

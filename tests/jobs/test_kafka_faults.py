@@ -68,7 +68,7 @@ def test_broker_killed_under_the_job_then_the_topic_recreated(
     produce(bootstrap, topic, batch_messages(read_batches(samples_dir / LOG)))
     warehouse = Warehouse(tmp_path / "warehouse")
     config = MaterializeConfig(
-        bootstrap_servers=bootstrap, topic=topic, warehouse=warehouse.uri, checkpoint=tmp_path / "checkpoint",
+        bootstrap_servers=bootstrap, topic=topic, warehouse=warehouse.uri, spark_checkpoint=tmp_path / "checkpoint",
         available_now=True, max_offsets_per_trigger=400,
     )
 

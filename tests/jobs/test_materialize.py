@@ -11,7 +11,7 @@ import pytest
 from image_schema.canonical import canonical_json
 from jobs.materialize import MaterializeConfig, MaterializeError, run
 from lake.pipeline import MetadataPipeline
-from lake.time_travel import changes_between, image_at_offset, published_images
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse
 from records import RecordBatch, make_batch, read_batches
 from records import metadata_types as mt
@@ -30,7 +30,7 @@ def _config(broker, topic: str, tmp_path: Path, per_trigger: int | None) -> Mate
         bootstrap_servers=broker.bootstrap_servers,
         topic=topic,
         warehouse=str(tmp_path / "warehouse"),
-        checkpoint=tmp_path / "checkpoint",
+        spark_checkpoint=tmp_path / "checkpoint",
         available_now=True,
         max_offsets_per_trigger=per_trigger,
     )
@@ -46,9 +46,9 @@ def test_real_log_through_the_topic_equals_replay(spark, kafka_broker, samples_d
     config = _config(kafka_broker, topic, tmp_path, per_trigger=900)
     run(config, spark)
     warehouse = Warehouse(config.warehouse)
-    assert len(published_images(warehouse)) >= 5
+    assert len(WarehouseReader(warehouse).images()) >= 5
     for offset in (0, 1, 3, 4, 5, 60, 1999, 2003, 4000, 4928):
-        from_delta = canonical_json(image_at_offset(warehouse, offset).to_image(), provenance=False)
+        from_delta = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
         assert from_delta == canonical_json(replay_paths([log], offset).image, provenance=False), offset
 
 
@@ -82,10 +82,11 @@ def test_transaction_split_across_micro_batches(spark, kafka_broker, tmp_path: P
     config = _config(kafka_broker, topic, tmp_path, per_trigger=1)  # one batch per micro-batch
     run(config, spark)
     warehouse = Warehouse(config.warehouse)
-    names = {n: set(image_at_offset(warehouse, n).tables["topics"].column("name").to_pylist()) for n in range(9)}
+    reader = WarehouseReader(warehouse)
+    names = {n: set(reader.image_at(n).tables["topics"].column("name").to_pylist()) for n in range(9)}
     # offsets: 0 MV, 1 Begin, 2 T(a), 3 P(a), 4 End, 5 Begin, 6 T(b), 7 Abort, 8 NoOp
     assert names == {0: set(), 1: set(), 2: set(), 3: set(), 4: {"a"}, 5: {"a"}, 6: {"a"}, 7: {"a"}, 8: {"a"}}
-    changed = changes_between(warehouse, -1, 8)
+    changed = WarehouseReader(warehouse).changes(-1, 8)
     assert changed["topics"].column("from_offset").to_pylist() == [4]
     assert changed["partitions"].column("from_offset").to_pylist() == [4]
 
@@ -100,7 +101,7 @@ def test_a_corrupt_message_stops_the_job_before_it(spark, kafka_broker, tmp_path
     config = _config(kafka_broker, topic, tmp_path, per_trigger=2)
     with pytest.raises(MaterializeError, match=r"Kafka offset 5.*offset 5: CRC mismatch"):
         run(config, spark)
-    assert max(image.offset for image in published_images(Warehouse(config.warehouse))) < 5
+    assert max(image.offset for image in WarehouseReader(Warehouse(config.warehouse)).images()) < 5
 
 
 def test_a_gap_in_files_is_an_error(tmp_path: Path) -> None:
@@ -132,5 +133,5 @@ def test_batches_beyond_a_gap_wait_for_the_resend(spark, kafka_broker, tmp_path:
     config = _config(kafka_broker, topic, tmp_path, per_trigger=4)  # 5 arrives a micro-batch before 3
     run(config, spark)
     warehouse = Warehouse(config.warehouse)
-    assert published_images(warehouse)[-1].offset == 8
-    assert image_at_offset(warehouse, 8).tables["topics"].column("name").to_pylist() == ["a"]
+    assert WarehouseReader(warehouse).images()[-1].offset == 8
+    assert WarehouseReader(warehouse).image_at(8).tables["topics"].column("name").to_pylist() == ["a"]

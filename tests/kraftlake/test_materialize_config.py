@@ -19,7 +19,7 @@ def test_the_file_gives_defaults_and_flags_override_them(tmp_path: Path) -> None
     )
     config = config_from(args)
     assert (config.topic, config.warehouse, config.max_offsets_per_trigger) == ("from-file", "flagged", 7)
-    assert (config.bootstrap_servers, config.checkpoint) == ("127.0.0.1:1", Path("checkpoints/materialize"))
+    assert (config.bootstrap_servers, config.spark_checkpoint) == ("127.0.0.1:1", Path("checkpoints/materialize"))
     args = build_parser().parse_args(
         ["materialize", "--config", str(path), "--bootstrap-servers", "127.0.0.1:1", "--trigger-seconds", "0"]
     )

@@ -15,8 +15,8 @@ from deltalake import DeltaTable
 from image_schema.tables import TABLES
 from kraftlake.cli import main
 from lake.pipeline import MetadataPipeline
+from lake.reader import WarehouseReader
 from lake.sink import DeltaSink
-from lake.time_travel import image_at_offset
 from lake.warehouse import (
     BUCKET,
     ROWS_PER_BUCKET,
@@ -95,7 +95,7 @@ def test_a_growing_table_is_rebucketed_and_a_merge_rewrites_only_touched_buckets
     assert len(warehouse.table("partitions").file_uris()) == buckets
     written = cluster.pipeline.sink.written_through("partitions")
     assert DeltaSink(warehouse).written_through("partitions") == written, "the overwrite kept the app transaction"
-    image = image_at_offset(warehouse, cluster.offset - 1)
+    image = WarehouseReader(warehouse).image_at(cluster.offset - 1)
     assert _same_rows(current, image.tables["partitions"], "partitions")
 
     changed = cluster.partitions[:3]
@@ -109,7 +109,8 @@ def test_a_growing_table_is_rebucketed_and_a_merge_rewrites_only_touched_buckets
     shrunk = current.filter(pc.equal(pc.list_value_length(current["isr"]), 2))
     assert sorted(zip(shrunk["topic_id"].to_pylist(), shrunk["partition_id"].to_pylist(), strict=True)) == sorted(
         changed)
-    assert _same_rows(current, image_at_offset(warehouse, cluster.offset - 1).tables["partitions"], "partitions")
+    before = WarehouseReader(warehouse).image_at(cluster.offset - 1)
+    assert _same_rows(current, before.tables["partitions"], "partitions")
 
 
 def test_a_warehouse_of_the_older_layout_is_refused(
@@ -121,5 +122,5 @@ def test_a_warehouse_of_the_older_layout_is_refused(
         DeltaSink(warehouse)
     sample = samples_dir / "rjmfernandes_flink-on-prem/data"
     assert main(["ingest", str(sample), "--warehouse", warehouse.uri]) == 2
-    assert f"{warehouse.uri}/features has no `bucket` partition" in capsys.readouterr().err
+    assert f"{warehouse.uri}: table features has no `bucket` partition" in capsys.readouterr().err
     assert not DeltaTable.is_deltatable(warehouse.table_uri("images")), "refused before writing anything"

@@ -25,17 +25,17 @@ from pyspark.sql import SparkSession
 from image_schema.canonical import canonical_json
 from lake.maintenance import MaintenancePolicy, maintain
 from lake.pipeline import MetadataPipeline
+from lake.reader import WarehouseReader
 from lake.sink import DeltaSink
-from lake.time_travel import image_at_offset
 from lake.warehouse import (
     BATCHES,
-    CHECKPOINTS,
+    IMAGE_CHECKPOINTS,
     IMAGES,
     Warehouse,
     WarehouseLayoutError,
     all_tables,
-    checkpoint_name,
     history_name,
+    image_checkpoint_table,
 )
 from records.files import LogReader
 from replay.log_replay import history_sources, replay_paths
@@ -49,7 +49,9 @@ POLICY = MaintenancePolicy(checkpoint_min_rows=10, compact_above_files=3)
 IMAGE_EVERY = {"local": 20, "s3": 100}  # local: 243 images, `images` and `batches` pruned past version 200
 # One table of each kind the sink writes (current, history, image checkpoint, and the three bookkeeping ones):
 # their older versions are compared too (every table is compared at its latest version).
-EVERY_KIND = ("partitions", history_name("partitions"), checkpoint_name("partitions"), IMAGES, BATCHES, CHECKPOINTS)
+EVERY_KIND = (
+    "partitions", history_name("partitions"), image_checkpoint_table("partitions"), IMAGES, BATCHES, IMAGE_CHECKPOINTS
+)
 
 
 def ingest_through(directory: Path, warehouse: Warehouse, last_offset: int | None, image_every: int) -> None:
@@ -198,7 +200,7 @@ def test_user_optimize_and_vacuum_keep_time_travel(
     spark_optimize_and_vacuum(spark, warehouse, [n for n in EVERY_KIND if warehouse.table(n).file_uris()])
     assert {name: protocol(warehouse, name) for name in all_tables()} == before  # no feature delta-rs lacks
     for offset in offsets_to_check(warehouse, seed=19):
-        from_lake = canonical_json(image_at_offset(warehouse, offset).to_image(), provenance=False)
+        from_lake = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
         assert from_lake == canonical_json(replay_paths([samples_dir / SAMPLE], offset).image, provenance=False), offset
     maintain(warehouse, retention_hours=0)  # kraftlake's own maintenance still runs on them
     assert assert_spark_reads_what_delta_rs_reads(spark, warehouse, EVERY_KIND, older=False) == len(EVERY_KIND)
@@ -218,7 +220,7 @@ def test_the_sink_writes_on_after_delta_spark_commits(spark: SparkSession, sampl
     keys = history.select(["topic_id", "partition_id", "from_offset"]).to_pylist()
     assert len(keys) == len({json.dumps(key, sort_keys=True) for key in keys})  # no version written twice
     for offset in offsets_to_check(warehouse, seed=5):
-        from_lake = canonical_json(image_at_offset(warehouse, offset).to_image(), provenance=False)
+        from_lake = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
         assert from_lake == canonical_json(replay_paths([directory], offset).image, provenance=False), offset
 
 

@@ -1,4 +1,4 @@
-"""`key_history` on real samples equals what replaying the log shows for that key, batch by batch."""
+"""`WarehouseReader.history` on real samples equals what replaying the log shows for that key, batch by batch."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import pytest
 
 from image_schema.json_text import buffer_of
 from image_schema.tables import TABLES
-from lake.history import UnknownKeyError, Version, change_lines, key_history, offset_times
+from lake.errors import UnknownKeyError
+from lake.history import Version
 from lake.ingest import ingest
-from lake.time_travel import changes_between, image_at_offset, last_published_offset
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse
 from records import read_batches
 from replay.loader import BatchLoader
@@ -60,7 +61,7 @@ def folded(versions: list[Version], offset: int) -> dict | None:
 def test_history_equals_replay_version_by_version(
     warehouse: Warehouse, samples_dir: Path, table: str, key_text: str, key: tuple | None
 ) -> None:
-    versions = key_history(warehouse, table, key_text)
+    versions = WarehouseReader(warehouse).history(table, key_text)
     assert len(versions) >= 2 and versions[0].change == "insert"
     key = key or tuple(versions[0].key.values())
     expected = replayed_states(samples_dir / SAMPLE, table, key)
@@ -70,39 +71,40 @@ def test_history_equals_replay_version_by_version(
         assert folded(versions, offset) == state, f"{table} {key_text} at offset {offset}"
     assert len(versions) >= len(changed_at)
     assert [v.offset for v in versions] == sorted(v.offset for v in versions)
-    times = offset_times(warehouse, [v.offset for v in versions])
+    times = WarehouseReader(warehouse).offset_times([v.offset for v in versions])
     assert all(v.time_ms == times[v.offset] > 0 for v in versions)
 
 
 def test_only_changed_columns_and_a_window(warehouse: Warehouse) -> None:
-    versions = key_history(warehouse, "brokers", "1")
+    versions = WarehouseReader(warehouse).history("brokers", "1")
     for version in versions[1:]:
         assert version.before.keys() == version.after.keys() and version.before != version.after
-    later = key_history(warehouse, "brokers", "1", from_offset=versions[0].offset)
+    later = WarehouseReader(warehouse).history("brokers", "1", from_offset=versions[0].offset)
     assert later == versions[1:]
     assert later[0].before  # the version before the window still gives `before`
 
 
 def test_unknown_keys_are_named(warehouse: Warehouse) -> None:
     with pytest.raises(UnknownKeyError, match="no topic named 'nope'"):
-        key_history(warehouse, "partitions", "nope-0")
+        WarehouseReader(warehouse).history("partitions", "nope-0")
     with pytest.raises(UnknownKeyError, match="topic-partition"):
-        key_history(warehouse, "partitions", "7")
+        WarehouseReader(warehouse).history("partitions", "7")
     with pytest.raises(UnknownKeyError, match="expected a broker id"):
-        key_history(warehouse, "brokers", "one")
+        WarehouseReader(warehouse).history("brokers", "one")
 
 
 def test_changes_lines_equal_the_images_either_side(warehouse: Warehouse) -> None:
     """`kraftlake changes`' lines (written from columns) against time travel: each line's `before` and
     `after` are the key's row in the images at offset - 1 and at offset, the changed columns only, and
     the lines are exactly the history rows of the window."""
-    changes = changes_between(warehouse, 2, last_published_offset(warehouse))
+    changes = WarehouseReader(warehouse).changes(2, WarehouseReader(warehouse).last_published())
     seen, kinds = 0, set()
     for name, table in changes.items():
         if not table.num_rows:
             continue
         key = TABLES[name].key
-        lines = [json.loads(line) for line in buffer_of(change_lines(warehouse, name, table)).tobytes().splitlines()]
+        text = buffer_of(WarehouseReader(warehouse).change_lines(name, table)).tobytes()
+        lines = [json.loads(line) for line in text.splitlines()]
         assert sorted(line["offset"] for line in lines) == sorted(table["from_offset"].to_pylist())
         for line in lines[:: max(1, len(lines) // 15)]:
             seen += 1
@@ -119,5 +121,5 @@ def test_changes_lines_equal_the_images_either_side(warehouse: Warehouse) -> Non
 
 
 def _row_at(warehouse: Warehouse, table: str, key: tuple[str, ...], values: dict, offset: int) -> dict | None:
-    rows = image_at_offset(warehouse, offset).tables[table].to_pylist()
+    rows = WarehouseReader(warehouse).image_at(offset).tables[table].to_pylist()
     return next((row for row in rows if all(row[c] == values[c] for c in key)), None)

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from image_schema.canonical import canonical_json
+from lake.errors import TimeTravelError
 from lake.ingest import ingest
-from lake.time_travel import TimeTravelError, image_at_offset, published_images
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse
 from replay.log_replay import replay_paths
 
@@ -36,7 +37,7 @@ def ingested(samples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
 
 def _offsets_to_check(warehouse: Warehouse, seed: int) -> list[int]:
     """Dense where it matters: the bootstrap transaction, both sides of every change, a random spread."""
-    images = published_images(warehouse)
+    images = WarehouseReader(warehouse).images()
     first, last = images[0].offset if images[0].snapshot else 0, images[-1].offset
     change_points = sorted({row["from_offset"] for row in _history_offsets(warehouse)})
     rng = random.Random(seed)
@@ -63,7 +64,7 @@ def test_every_checked_offset_equals_replay(sample: str, ingested: dict[str, tup
     directory, warehouse = ingested[sample]
     offsets = _offsets_to_check(warehouse, seed=len(sample))
     for offset in offsets:
-        from_delta = canonical_json(image_at_offset(warehouse, offset).to_image(), provenance=False)
+        from_delta = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
         from_replay = canonical_json(replay_paths([directory], offset).image, provenance=False)
         assert from_delta == from_replay, f"{sample} differs at offset {offset}"
 
@@ -71,27 +72,28 @@ def test_every_checked_offset_equals_replay(sample: str, ingested: dict[str, tup
 def test_bootstrap_transaction_is_atomic_in_the_warehouse(ingested: dict[str, tuple[Path, Warehouse]]) -> None:
     """Niloufar's log: Begin at offset 1, MV at 2, ZkMigrationState at 3, End at 4 (see dump)."""
     _, warehouse = ingested["Niloufar1171_LDI-POC"]
-    levels = {n: image_at_offset(warehouse, n).to_image().features.metadata_version for n in range(0, 6)}
+    levels = {n: WarehouseReader(warehouse).image_at(n).to_image().features.metadata_version for n in range(0, 6)}
     assert levels == {0: None, 1: None, 2: None, 3: None, 4: 19, 5: 19}
 
 
 def test_provenance_names_the_batch_of_the_offset(ingested: dict[str, tuple[Path, Warehouse]]) -> None:
     directory, warehouse = ingested["rjmfernandes"]
+    reader = WarehouseReader(warehouse)
     for offset in (0, 5, 7751, 17026):
-        assert image_at_offset(warehouse, offset).provenance == replay_paths([directory], offset).image.provenance
+        assert reader.image_at(offset).provenance == replay_paths([directory], offset).image.provenance
 
 
 def test_snapshot_only_history_starts_at_the_snapshot(ingested: dict[str, tuple[Path, Warehouse]]) -> None:
     _, warehouse = ingested["kckoh"]
-    assert [image.offset for image in published_images(warehouse)] == [7604]
+    assert [image.offset for image in WarehouseReader(warehouse).images()] == [7604]
     with pytest.raises(TimeTravelError, match="before the history"):
-        image_at_offset(warehouse, 7000)
+        WarehouseReader(warehouse).image_at(7000)
 
 
 def test_past_the_last_image_is_refused(ingested: dict[str, tuple[Path, Warehouse]]) -> None:
     _, warehouse = ingested["Jeong-Rae"]
     with pytest.raises(TimeTravelError, match="past the last published image"):
-        image_at_offset(warehouse, 3072)
+        WarehouseReader(warehouse).image_at(3072)
 
 
 def test_cli_image_json_equals_cli_replay_json(ingested: dict[str, tuple[Path, Warehouse]]) -> None:
@@ -114,7 +116,7 @@ def test_cli_image_json_equals_cli_replay_json(ingested: dict[str, tuple[Path, W
 def test_cli_image_table_rows_are_json_lines(ingested: dict[str, tuple[Path, Warehouse]]) -> None:
     """`image --table T` writes each row as `json.dumps(row, sort_keys=True)` does, for every table."""
     _, warehouse = ingested["rjmfernandes"]
-    image = image_at_offset(warehouse, 17026)
+    image = WarehouseReader(warehouse).image_at(17026)
     for name, table in image.tables.items():
         printed = subprocess.run(
             [sys.executable, "-m", "kraftlake.cli", "image", "--warehouse", warehouse.uri, "--at-offset", "17026",

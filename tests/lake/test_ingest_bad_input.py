@@ -13,7 +13,7 @@ import crc32c
 import pytest
 
 from lake.ingest import ingest
-from lake.time_travel import published_images
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse
 from records import scan_batches
 from tests.lake.warehouse_state import warehouse_contents
@@ -42,7 +42,7 @@ def _assert_stopped_cleanly(result: subprocess.CompletedProcess, log: Path, offs
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert str(log) in result.stderr and f"offset {offset}" in result.stderr
-    assert max(image.offset for image in published_images(Warehouse(warehouse))) < offset
+    assert max(image.offset for image in WarehouseReader(Warehouse(warehouse)).images()) < offset
 
 
 def _reference(samples_dir: Path, tmp_path: Path) -> dict:

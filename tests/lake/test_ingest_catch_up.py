@@ -18,7 +18,7 @@ from image_schema.canonical import canonical_json
 from lake import ingest as ingest_module
 from lake.ingest import ingest
 from lake.pipeline import CATCH_UP_LAG_MS, MetadataPipeline
-from lake.time_travel import image_at_offset, published_images
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse
 from records import make_batch
 from records import metadata_types as mt
@@ -39,7 +39,7 @@ def caught_up(samples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tu
 
 def test_images_are_held_while_catching_up(caught_up: tuple[Path, Warehouse]) -> None:
     directory, warehouse = caught_up
-    offsets = [image.offset for image in published_images(warehouse)]
+    offsets = [image.offset for image in WarehouseReader(warehouse).images()]
     commits = replay_paths([directory], None).image.provenance.offset // ingest_module.DEFAULT_IMAGE_EVERY
     assert 2 <= len(offsets) < commits, offsets
     assert offsets[-1] == replay_paths([directory], None).image.provenance.offset
@@ -50,18 +50,18 @@ def test_images_are_held_while_catching_up(caught_up: tuple[Path, Warehouse]) ->
 
 def test_every_offset_between_held_images_equals_replay(caught_up: tuple[Path, Warehouse]) -> None:
     directory, warehouse = caught_up
-    images = [image.offset for image in published_images(warehouse)]
+    images = [image.offset for image in WarehouseReader(warehouse).images()]
     rng = random.Random(21)
     between = [rng.randrange(a + 1, b) for a, b in itertools.pairwise(images) if b - a > 1]
     offsets = sorted({0, 1, 2, *images, *(o - 1 for o in images), *between, *rng.sample(range(images[-1]), 25)})
     for offset in offsets:
-        from_lake = canonical_json(image_at_offset(warehouse, offset).to_image(), indent=2)
+        from_lake = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), indent=2)
         assert from_lake == canonical_json(replay_paths([directory], offset).image, indent=2), offset
 
 
 def test_cli_json_of_a_caught_up_warehouse_equals_replay_byte_for_byte(caught_up: tuple[Path, Warehouse]) -> None:
     directory, warehouse = caught_up
-    images = [image.offset for image in published_images(warehouse)]
+    images = [image.offset for image in WarehouseReader(warehouse).images()]
     for offset in (images[0] + 1, (images[0] + images[-1]) // 2, images[-1]):
         cli = [sys.executable, "-m", "kraftlake.cli"]
         image = subprocess.run([*cli, "image", "--warehouse", warehouse.uri, "--at-offset", str(offset), "--json"],
@@ -75,7 +75,7 @@ def test_image_every_publishes_every_n_offsets(samples_dir: Path, tmp_path: Path
     """Set explicitly, it means what it says on a backlog too: nothing is held."""
     warehouse = Warehouse(tmp_path / "warehouse")
     ingest(samples_dir / SAMPLE, warehouse, image_every=2000)
-    offsets = [image.offset for image in published_images(warehouse)]
+    offsets = [image.offset for image in WarehouseReader(warehouse).images()]
     biggest_batch = max(batch.last_offset - batch.base_offset + 1 for batch in read_batches(
         next((samples_dir / SAMPLE).rglob("00000000000000000000.log"))))
     gaps = [b - a for a, b in itertools.pairwise(offsets)]
@@ -101,9 +101,9 @@ def test_recent_batches_are_published_at_once_and_end_the_hold(tmp_path: Path) -
     recent = mt.TopicRecord(name="now", topic_id=topic_id_of("now"))
     pipeline.load(make_batch(now, 1, int(time.time() * 1000), [recent]))
     assert pipeline.commit() is not None
-    assert [image.offset for image in published_images(warehouse)] == [len(first) - 1, now]
+    assert [image.offset for image in WarehouseReader(warehouse).images()] == [len(first) - 1, now]
     for offset in range(len(first) - 1, now + 1):
-        names = {t.name for t in image_at_offset(warehouse, offset).to_image().topics.by_id.values()}
+        names = {t.name for t in WarehouseReader(warehouse).image_at(offset).to_image().topics.by_id.values()}
         held = {f"t{n}" for n in range(offset - len(first) + 1) if n < 4}  # t{n} at offset len(first) + n
         assert names == {f"early{n}" for n in range(10)} | held | ({"now"} if offset == now else set()), offset
 
@@ -112,7 +112,7 @@ def test_current_tables_rewritten_whole_hold_the_last_image(caught_up: tuple[Pat
     """An image that changes at least half of a current table's rows rewrites it from the image (one
     overwrite commit, one file per bucket): the rows are the last image's, the bucket column included."""
     _, warehouse = caught_up
-    last = image_at_offset(warehouse, published_images(warehouse)[-1].offset)
+    last = WarehouseReader(warehouse).image_at(WarehouseReader(warehouse).images()[-1].offset)
     overwritten = 0
     for name, expected in last.tables.items():
         table = warehouse.table(name)

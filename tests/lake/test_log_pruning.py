@@ -15,7 +15,7 @@ from deltalake import DeltaTable, write_deltalake
 from image_schema.canonical import canonical_json
 from lake.maintenance import KEEP_LOG_VERSIONS, prune_log
 from lake.pipeline import MetadataPipeline
-from lake.time_travel import image_at_offset
+from lake.reader import WarehouseReader
 from lake.warehouse import TABLE_PROPERTIES, Warehouse, all_tables
 from records import RecordBatch, make_batch, wire
 from records import metadata_types as mt
@@ -94,7 +94,8 @@ def test_the_sink_prunes_its_logs_and_every_offset_still_answers(tmp_path: Path)
         DeltaTable(warehouse.table_uri(name))  # every table still opens at its latest version
     for batch in (log[0], log[1], log[len(log) // 2], log[-1]):
         offset = batch.last_offset
-        assert image_at_offset(warehouse, offset).canonical_json(None) == canonical_json(_replayed(log, offset))
+        read_back = WarehouseReader(warehouse).image_at(offset).canonical_json(None)
+        assert read_back == canonical_json(_replayed(log, offset))
 
 
 def _replayed(log: list[RecordBatch], offset: int) -> MetadataImage:

@@ -19,8 +19,8 @@ from deltalake import DeltaTable
 from image_schema.canonical import canonical_json
 from lake.ingest import ingest
 from lake.maintenance import MaintenancePolicy, maintain
-from lake.time_travel import image_at_offset
-from lake.warehouse import CHECKPOINTS, Warehouse, all_tables
+from lake.reader import WarehouseReader
+from lake.warehouse import IMAGE_CHECKPOINTS, Warehouse, all_tables
 from replay.log_replay import replay_paths
 from tests.lake.test_ingest import SAMPLE_DIRS, _offsets_to_check
 
@@ -65,7 +65,7 @@ def _drop_log_before_last_checkpoint(warehouse: Warehouse) -> int:
 
 def _same_as_replay(warehouse: Warehouse, directory: Path, offsets: list[int]) -> None:
     for offset in offsets:
-        from_delta = canonical_json(image_at_offset(warehouse, offset).to_image(), provenance=False)
+        from_delta = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
         from_replay = canonical_json(replay_paths([directory], offset).image, provenance=False)
         assert from_delta == from_replay, f"{directory.name} differs at offset {offset}"
 
@@ -75,7 +75,7 @@ def test_time_travel_survives_vacuum_and_log_cleanup(sample: str, samples_dir: P
     directory = samples_dir / SAMPLE_DIRS[sample]
     warehouse = _ingested(directory, tmp_path)
     offsets = _offsets_to_check(warehouse, seed=len(sample))
-    assert warehouse.table(CHECKPOINTS).to_pyarrow_table().num_rows >= 1  # the checkpoint path is exercised
+    assert warehouse.table(IMAGE_CHECKPOINTS).to_pyarrow_table().num_rows >= 1  # the checkpoint path is exercised
 
     reports = maintain(warehouse, retention_hours=0)
     compacted_away = sum(report.files_before - report.files_after for report in reports)
@@ -137,7 +137,7 @@ def test_readers_during_maintenance_see_whole_images(
     def read_while_maintaining() -> None:
         while not done.is_set():
             for offset in offsets:
-                image = canonical_json(image_at_offset(warehouse, offset).to_image(), provenance=False)
+                image = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
                 reads.append((offset, image == expected[offset]))
 
     reader = threading.Thread(target=read_while_maintaining)

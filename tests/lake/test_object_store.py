@@ -11,7 +11,7 @@ from pathlib import Path
 from image_schema.canonical import canonical_json
 from lake.ingest import ingest
 from lake.maintenance import MaintenancePolicy
-from lake.time_travel import image_at_offset, last_published_offset
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse
 from replay.log_replay import replay_paths
 from tests.fixtures.s3 import S3Store
@@ -35,9 +35,9 @@ def test_ingest_on_s3_equals_replay(s3_store: S3Store, samples_dir: Path) -> Non
     directory = samples_dir / SAMPLE
     warehouse = Warehouse(s3_store.uri(f"ingest-{uuid.uuid4().hex[:8]}"), s3_store.storage_options())
     ingest(directory, warehouse, image_every=200, policy=SMALL_POLICY)
-    last = last_published_offset(warehouse)
+    last = WarehouseReader(warehouse).last_published()
     for offset in sorted({0, 4, 5, 100, 1000, last // 2, last - 1, last}):
-        from_lake = canonical_json(image_at_offset(warehouse, offset).to_image(), provenance=False)
+        from_lake = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
         assert from_lake == canonical_json(replay_paths([directory], offset).image, provenance=False), offset
 
 

@@ -21,7 +21,7 @@ import lake.sink
 import lake.warehouse
 from lake.ingest import ingest
 from lake.maintenance import MaintenancePolicy, prune_log
-from lake.warehouse import CHECKPOINTS, Warehouse
+from lake.warehouse import IMAGE_CHECKPOINTS, Warehouse
 from tests.lake.reader_loop import run as cli
 from tests.lake.test_ingest import SAMPLE_DIRS
 
@@ -94,7 +94,7 @@ def test_every_answer_during_writes_and_maintenance_is_exact(
 
     assert reader.returncode == 0
     assert busy_sink["rebucket"] >= 1 and busy_sink["sweep"] >= 1, busy_sink
-    assert warehouse.table(CHECKPOINTS).to_pyarrow_table().num_rows >= 2
+    assert warehouse.table(IMAGE_CHECKPOINTS).to_pyarrow_table().num_rows >= 2
     assert maintained and [(r.returncode, r.stderr) for r in maintained if r.returncode] == []
     vacuumed = sum(int(line.rsplit(" ", 1)[1]) for run in maintained for line in run.stdout.splitlines())
     assert vacuumed > 0  # maintain really deleted files under the readers

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from lake.errors import TimeTravelError
 from lake.ingest import ingest
-from lake.time_travel import TimeTravelError, changes_between, dataframes, image_at_offset, image_at_time
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse
 from replay.log_replay import replay_paths
 
@@ -24,7 +25,7 @@ def warehouse(samples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Wa
 
 def test_spark_dataframes_hold_the_image(spark, warehouse: Warehouse, samples_dir: Path) -> None:
     offset = 9000  # between published images (every 5000 offsets)
-    frames = dataframes(spark, image_at_offset(warehouse, offset))
+    frames = WarehouseReader(warehouse).image_at(offset).dataframes(spark)
     expected = replay_paths([samples_dir / SAMPLE], offset).image
     assert frames["partitions"].count() == expected.topics.partition_count()
     frames["topics"].createOrReplaceTempView("topics_at")
@@ -36,19 +37,20 @@ def test_spark_dataframes_hold_the_image(spark, warehouse: Warehouse, samples_di
 
 
 def test_image_at_time_is_the_image_after_the_last_batch_by_then(warehouse: Warehouse, samples_dir: Path) -> None:
-    at_offset = image_at_offset(warehouse, 7751)
-    at_time = image_at_time(warehouse, at_offset.provenance.log_time_ms)
+    reader = WarehouseReader(warehouse)
+    at_offset = reader.image_at(7751)
+    at_time = reader.image_at(reader.offset_at(at_offset.provenance.log_time_ms))
     assert at_time.provenance.log_time_ms == at_offset.provenance.log_time_ms
-    assert at_time.canonical_json() == image_at_offset(warehouse, at_time.provenance.offset).canonical_json()
+    assert at_time.canonical_json() == reader.image_at(at_time.provenance.offset).canonical_json()
     with pytest.raises(TimeTravelError, match="no metadata was committed"):
-        image_at_time(warehouse, 0)
+        reader.offset_at(0)
 
 
 def test_changes_between_two_offsets_are_the_history_rows_in_between(warehouse: Warehouse) -> None:
-    changes = changes_between(warehouse, 100, 2000)
+    changes = WarehouseReader(warehouse).changes(100, 2000)
     offsets = [o for table in changes.values() for o in table.column("from_offset").to_pylist()]
     assert offsets and all(100 < o <= 2000 for o in offsets)
-    before, after = image_at_offset(warehouse, 100), image_at_offset(warehouse, 2000)
+    before, after = WarehouseReader(warehouse).image_at(100), WarehouseReader(warehouse).image_at(2000)
     changed_topics = set(changes["topics"].column("topic_id").to_pylist())
     old = set(before.tables["topics"].column("topic_id").to_pylist())
     new = set(after.tables["topics"].column("topic_id").to_pylist())

@@ -20,7 +20,7 @@ import pytest
 
 from jobs.materialize import MaterializeConfig, run
 from kraftlake.cli import main
-from lake.time_travel import image_at_offset, published_images
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse
 from records.errors import CorruptBatchError
 from replay.image import MetadataImage
@@ -119,7 +119,7 @@ def test_the_two_copies_hold_the_same_log(copies: dict[str, Path]) -> None:
 def assert_warehouse_equals_kafka(warehouse: Warehouse, comparison: Comparison) -> None:
     """Time travel to every offset compared: the same canonical image as Kafka's (what a warehouse holds)."""
     for offset, snapshot in sorted(comparison.snapshots.items()):
-        assert_same_canonical(offset, image_at_offset(warehouse, offset).to_image(), kafka_image(snapshot), {})
+        assert_same_canonical(offset, WarehouseReader(warehouse).image_at(offset).to_image(), kafka_image(snapshot), {})
 
 
 def test_kraftlake_ingest_then_time_travel_equals_kafka(
@@ -150,5 +150,5 @@ def test_publish_then_the_streaming_job_equals_kafka(
                                available_now=True, max_offsets_per_trigger=MICRO_BATCH)
     run(config, spark)
     warehouse = Warehouse(config.warehouse)
-    assert len(published_images(warehouse)) >= 5  # several micro-batches, each publishing an image
+    assert len(WarehouseReader(warehouse).images()) >= 5  # several micro-batches, each publishing an image
     assert_warehouse_equals_kafka(warehouse, comparison)

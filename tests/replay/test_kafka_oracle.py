@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from lake.ingest import ingest
-from lake.time_travel import image_at_offset
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse
 from records import metadata_types as mt
 from records.batch import encode_batch, make_batch
@@ -80,8 +80,8 @@ def test_the_warehouse_equals_kafka(compared: dict[str, Comparison], samples_dir
     chosen = sorted({*offsets[:: max(1, len(offsets) // 11)], offsets[-1]})
     differences: dict[str, list[int]] = {}
     for offset in chosen:
-        assert_same_canonical(offset, image_at_offset(warehouse, offset).to_image(), kafka_image(snapshots[offset]),
-                              differences)
+        from_lake = WarehouseReader(warehouse).image_at(offset).to_image()
+        assert_same_canonical(offset, from_lake, kafka_image(snapshots[offset]), differences)
     assert differences == {}
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobs.report import report
+from analytics.report import text_report
 from lake.ingest import ingest
+from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse
 from replay.log_replay import replay_paths
 
@@ -15,7 +16,7 @@ SAMPLE = "Niloufar1171_LDI-POC"
 def test_report_counts_and_time_travel(spark, samples_dir: Path, tmp_path: Path) -> None:
     warehouse = Warehouse(tmp_path / "warehouse")
     ingest(samples_dir / SAMPLE, warehouse, image_every=2000)
-    text = report(spark, warehouse)
+    text = text_report(spark, WarehouseReader(warehouse))
     image = replay_paths([samples_dir / SAMPLE]).image
     lines = {line.split()[0]: line.split() for line in text.splitlines() if line.startswith("  ") and "rows" in line}
     assert int(lines["partitions"][1]) == image.topics.partition_count()
