@@ -23,18 +23,23 @@ from kraftlake.cli import main
 from lake.time_travel import image_at_offset, published_images
 from lake.warehouse import Warehouse
 from records.errors import CorruptBatchError
-from replay.image import MetadataImage
+from records.topic import decode_key, snapshot_of
+from replay.image import EMPTY_IMAGE, MetadataImage
 from tests.fixtures.broker import create_topic
-from tests.harness.kafka_cluster import KafkaCluster
+from tests.fixtures.kafka_cluster import OperatorScenario
+from tests.harness.followers import log_start
 from tests.harness.kafka_oracle import (
     Comparison,
     assert_matches_kafka,
     assert_same_canonical,
     canonical,
     kafka_image,
+    kraftlake_images,
     read_log,
+    same_state,
 )
-from tests.harness.kafka_scenario import DELETED_TOPIC, ORDERS_PARTITIONS_AFTER, TOPICS, ScenarioReport
+from tests.harness.kafka_scenario import DELETED_TOPIC, ORDERS_PARTITIONS_AFTER, TOPICS
+from tests.jobs.metadata_topic import drain, topic_messages
 
 pytestmark = pytest.mark.integration
 
@@ -69,15 +74,15 @@ def copy_live(source: Path, target: Path, attempts: int = 3) -> Path:
 
 
 @pytest.fixture(scope="module")
-def copies(operator_scenario: tuple[KafkaCluster, ScenarioReport],
-           tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The node of the broker SIGKILLed and restarted mid-scenario, and the controller added late (formatted
-    without initial voters, it fetched the whole log from the others): their logs were written differently,
-    their bootstrap checkpoints differ."""
-    cluster, report = operator_scenario
-    root = tmp_path_factory.mktemp("scenario-copies")
+def copies(operator_scenario: OperatorScenario, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The node of the broker SIGKILLed and restarted mid-scenario, and the controller added late: their logs
+    were written differently, their bootstrap checkpoints differ. Copied from the scenario's archive (Kafka's
+    retention deleted most of it from the nodes): the crashed broker's log from offset 0; the added controller
+    joined after the leader's retention began, so Kafka handed it the leader's snapshot first (FetchSnapshot)
+    and its log continues from there, as its own directory had it."""
+    report, root = operator_scenario.report, tmp_path_factory.mktemp("scenario-copies")
     chosen = {"killed-broker": report.killed_broker, "added-controller": report.added_controller}
-    return {name: copy_live(cluster.metadata_dir(node), root / name) for name, node in chosen.items()}
+    return {name: copy_live(operator_scenario.archived(node), root / name) for name, node in chosen.items()}
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +102,10 @@ def test_kraftlake_equals_kafka_at_every_change_of_the_scenarios_log(
     assert comparison.differences == {}
     log = read_log(copies[copy])
     kinds = {record.offset: type(record.message).__name__ for batch in log.batches for record in batch.records}
-    assert {kinds[offset] for offset in comparison.offsets} >= CHANGES_COMPARED
+    if copy == "killed-broker":  # the whole log: every kind of change compared where its record is
+        assert log.start is EMPTY_IMAGE and {kinds[offset] for offset in comparison.offsets} >= CHANGES_COMPARED
+    else:  # from Kafka's snapshot on: compared there, then at every change after it
+        assert comparison.offsets[0] == log.start.provenance.offset and len(comparison.offsets) > 10
     last = kafka_image(comparison.snapshots[comparison.offsets[-1]])
     assert_scenario_end_state(last)
 
@@ -110,10 +118,14 @@ def assert_scenario_end_state(image: MetadataImage) -> None:
 
 
 def test_the_two_copies_hold_the_same_log(copies: dict[str, Path]) -> None:
-    """The replicated log is the same on both nodes (up to the shorter copy's end)."""
-    first, second = (read_log(path).batches for path in copies.values())
-    shorter = min(len(first), len(second))
-    assert shorter > 200 and first[:shorter] == second[:shorter]
+    """The replicated log is the same on both nodes where both have it (the added controller's from the
+    snapshot it was handed, up to the shorter copy's end), and that snapshot is the whole log's image there."""
+    whole, joined = (read_log(path) for path in copies.values())
+    start = joined.start.provenance.offset
+    first = [batch for batch in whole.batches if batch.base_offset > start]
+    shorter = min(len(first), len(joined.batches))
+    assert len(whole.batches) > 200 and shorter > 20 and first[:shorter] == list(joined.batches[:shorter])
+    assert same_state(dict(kraftlake_images(whole, [start]))[start], joined.start)
 
 
 def assert_warehouse_equals_kafka(warehouse: Warehouse, comparison: Comparison) -> None:
@@ -152,3 +164,31 @@ def test_publish_then_the_streaming_job_equals_kafka(
     warehouse = Warehouse(config.warehouse)
     assert len(published_images(warehouse)) >= 5  # several micro-batches, each publishing an image
     assert_warehouse_equals_kafka(warehouse, comparison)
+
+
+def test_both_follow_modes_kept_the_scenario_past_kafkas_retention(
+    operator_scenario: OperatorScenario, compared: dict[str, Comparison], kafka_broker, tmp_path: Path
+) -> None:
+    """`kraftlake follow` and `kraftlake publish DIR --follow` ran through the whole scenario (broker crash,
+    failover, voter change, upgrade) while Kafka deleted segments: each topic, drained into a warehouse,
+    answers every offset where a record changes the image from where its follower started to the scenario's
+    end, equal to Kafka's image there (the oracle on the archived whole log), offsets no node still has
+    among them."""
+    comparison, bootstrap = compared["killed-broker"], kafka_broker.bootstrap_servers
+    cluster = operator_scenario.cluster
+    deleted = min(log_start(node.metadata_dir) for node in cluster.nodes.values() if node.running)
+    for mode, follower in operator_scenario.followed.items():
+        assert follower.finish() == 0, follower.output[-2000:]
+        messages = topic_messages(bootstrap, operator_scenario.topics[mode])
+        snapshot = snapshot_of(messages[0].key)
+        first = 0 if snapshot is None else snapshot.end_offset - 1
+        last = max(decode_key(m.key) for m in messages if snapshot_of(m.key) is None)
+        answered = [offset for offset in comparison.offsets if first <= offset <= last]
+        assert answered[0] < deleted, f"{mode}: from offset {answered[0]}, the nodes' logs from {deleted}"
+        assert_scenario_end_state(kafka_image(comparison.snapshots[answered[-1]]))  # followed to the end
+        drain(bootstrap, operator_scenario.topics[mode], tmp_path / mode.replace(" ", ""), micro_batch=50)
+        warehouse = Warehouse(tmp_path / mode.replace(" ", ""))
+        for offset in answered:
+            ours = image_at_offset(warehouse, offset).to_image()
+            assert_same_canonical(offset, ours, kafka_image(comparison.snapshots[offset]), {})
+    assert b"leader change: offset" in operator_scenario.followed["follow"].output
