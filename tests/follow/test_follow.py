@@ -431,3 +431,29 @@ def test_scram_sha_256_over_tls_on_a_controller_listener(
     assert wrong.stderr.splitlines()[-1].startswith(f"kraftlake follow: {endpoint}: TLS handshake failed"), wrong
     for output in (follower.output.decode(), wrong.stdout + wrong.stderr):
         assert SASL_PASSWORD not in output
+
+
+def test_the_topics_broker_sigkilled_and_restarted_under_the_follower(
+    kafka_cluster: KafkaCluster, node: KafkaNode
+) -> None:
+    """The metadata topic on the module's own node, the shared cluster followed: the topic's broker SIGKILLed
+    while the cluster changes is ridden out (the idempotent producer re-sends what was in flight once the
+    broker is back; a broker gone past the delivery timeout ends the producer session instead, and the next
+    resumes from the topic's tail), and the topic holds the cluster's log once by offset, byte for byte,
+    across the gap."""
+    bootstrap, topic = node.bootstrap_servers, create_topic(node.bootstrap_servers)
+    followed = kafka_cluster.node(kafka_cluster.brokers()[0])
+    follower = FollowProcess(kafka_cluster.bootstrap_controllers, bootstrap, topic).start()
+    try:
+        create_topics(followed, "before-broker-crash")
+        wait_published(bootstrap, topic, end_offset(followed))
+        node.kill()
+        create_topics(followed, "while-broker-down")
+        time.sleep(3)  # the follower meets the dead broker
+        node.start()
+        create_topics(followed, "after-broker-crash")
+        wait_published(bootstrap, topic, end_offset(followed), timeout_s=90)
+        assert follower.finish() == 0, follower.output
+    finally:
+        follower.finish(signal.SIGKILL)
+    assert assert_log_in_topic(bootstrap, topic, log_batches(followed.metadata_dir)) >= end_offset(followed) - 50

@@ -149,6 +149,7 @@ class KafkaCluster:
                 properties={**self.properties, "listeners": listeners, "advertised.listeners": listeners},
             )  # fmt: skip
             self.sasl_ports[node_id] = sasl_port
+        self.initial_controllers = tuple(self.nodes)
 
     def _secure_properties(self) -> dict[str, str]:
         """The second controller listener's settings (none without `secure_controllers`)."""
@@ -164,7 +165,6 @@ class KafkaCluster:
             f"{prefix}.ssl.keystore.type": "PEM",
             f"{prefix}.ssl.keystore.location": str(self.tls.keystore),
         }  # fmt: skip
-        self.initial_controllers = tuple(self.nodes)
 
     # -- life cycle --------------------------------------------------------------------------------
 
