@@ -17,6 +17,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -128,9 +129,10 @@ def test_the_two_copies_hold_the_same_log(copies: dict[str, Path]) -> None:
     snapshot it was handed, up to the shorter copy's end), and that snapshot is the whole log's image there."""
     whole, joined = (read_log(path) for path in copies.values())
     start = joined.start.provenance.offset
-    first = [batch for batch in whole.batches if batch.base_offset > start]
-    shorter = min(len(first), len(joined.batches))
-    assert len(whole.batches) > 200 and shorter > 20 and first[:shorter] == list(joined.batches[:shorter])
+    first = [replace(batch, position=0) for batch in whole.batches if batch.base_offset > start]
+    second = [replace(batch, position=0) for batch in joined.batches]  # where a batch sits in its segment differs
+    shorter = min(len(first), len(second))
+    assert len(whole.batches) > 200 and shorter > 20 and first[:shorter] == second[:shorter]
     assert same_state(dict(kraftlake_images(whole, [start]))[start], joined.start)
 
 
