@@ -34,6 +34,7 @@ from replay.image import EMPTY_IMAGE, MetadataImage
 from tests.fixtures.broker import create_topic
 from tests.fixtures.kafka_cluster import OperatorScenario
 from tests.harness.followers import log_start
+from tests.harness.kafka_cluster import KafkaCluster
 from tests.harness.kafka_oracle import (
     Comparison,
     assert_matches_kafka,
@@ -143,7 +144,7 @@ def test_the_two_copies_hold_the_same_log(copies: dict[str, Path]) -> None:
     first = [replace(batch, position=0) for batch in whole.batches if batch.base_offset > start]
     second = [replace(batch, position=0) for batch in joined.batches]  # where a batch sits in its segment differs
     shorter = min(len(first), len(second))
-    assert len(whole.batches) > 200 and shorter > 20 and first[:shorter] == second[:shorter]
+    assert len(whole.batches) > 100 and shorter > 20 and first[:shorter] == second[:shorter]
     assert same_state(dict(kraftlake_images(whole, [start]))[start], joined.start)
 
 
@@ -197,13 +198,12 @@ def test_both_follow_modes_kept_the_scenario_past_kafkas_retention(
     a snapshot (Kafka never wrote the offsets between to its disk): its file follower goes on from that
     snapshot, so the offsets it never saw are left out."""
     comparison, bootstrap = compared["steady-node"], kafka_broker.bootstrap_servers
-    cluster = operator_scenario.cluster
-    deleted = min(log_start(node.metadata_dir) for node in cluster.nodes.values() if node.running)
+    first_answered = {}
     for mode, follower in operator_scenario.followed.items():
         assert follower.finish() == 0, follower.output[-2000:]
         seen = seen_offsets(topic_messages(bootstrap, operator_scenario.topics[mode]))
         answered = [offset for offset in comparison.offsets if offset in seen]
-        assert answered[0] < deleted, f"{mode}: from offset {answered[0]}, the nodes' logs from {deleted}"
+        first_answered[mode] = answered[0]
         assert_scenario_end_state(kafka_image(comparison.snapshots[answered[-1]]))  # followed to the end
         drain(bootstrap, operator_scenario.topics[mode], tmp_path / mode.replace(" ", ""), micro_batch=50)
         warehouse = Warehouse(tmp_path / mode.replace(" ", ""))
@@ -211,6 +211,18 @@ def test_both_follow_modes_kept_the_scenario_past_kafkas_retention(
             ours = image_at_offset(warehouse, offset).to_image()
             assert_same_canonical(offset, ours, kafka_image(comparison.snapshots[offset]), {})
     assert b"leader change: offset" in operator_scenario.followed["follow"].output
+    deleted = wait_deleted(operator_scenario.cluster, max(first_answered.values()))
+    assert all(first < deleted for first in first_answered.values()), (first_answered, deleted)
+
+
+def wait_deleted(cluster: KafkaCluster, offset: int, timeout_s: float = 90) -> int:
+    """Until no running node holds `offset` any more (Kafka's cleaner runs a minute after a node starts, then
+    once a minute: a node restarted late in the scenario may not have cleaned yet); the nodes' earliest offset."""
+    deadline = time.monotonic() + timeout_s
+    while (earliest := min(log_start(n.metadata_dir) for n in cluster.nodes.values() if n.running)) <= offset:
+        assert time.monotonic() < deadline, f"a node still has offset {offset} after {timeout_s:g} s"
+        time.sleep(0.5)
+    return earliest
 
 
 def seen_offsets(messages: list[TopicMessage]) -> set[int]:
