@@ -234,10 +234,11 @@ class KafkaCluster:
         """The node's `__cluster_metadata-0` directory (copy it before comparing: Kafka keeps writing)."""
         return self.nodes[node_id].metadata_dir
 
-    def dump_metadata_log(self, node_id: int) -> list[MetadataRecord]:
-        """Every record of the node's metadata log segments as Kafka's own decoder prints them
-        (`kafka-dump-log --cluster-metadata-decoder`): Kafka is the oracle of what its log holds."""
-        segments = sorted(str(path) for path in self.metadata_dir(node_id).glob("*.log"))
+    def dump_metadata_log(self, node_id: int, directory: Path | None = None) -> list[MetadataRecord]:
+        """Every record of the node's metadata log segments (or of those in `directory`, an archive of them) as
+        Kafka's own decoder prints them (`kafka-dump-log --cluster-metadata-decoder`): Kafka is the oracle of
+        what its log holds."""
+        segments = sorted(str(path) for path in (directory or self.metadata_dir(node_id)).glob("*.log"))
         out = self.tool("kafka-dump-log", "--cluster-metadata-decoder", "--files", ",".join(segments))
         return [parse_dumped_record(line) for line in out.splitlines() if line.startswith("| offset: ")]
 
