@@ -7,13 +7,11 @@ with one line."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from itertools import pairwise
@@ -32,52 +30,33 @@ from lake.reader import WarehouseReader
 from lake.warehouse import Warehouse
 from records import decode_batch
 from records.batch import read_header
-from records.errors import RecordFormatError
 from records.files import SnapshotId
 from records.topic import decode_key, ends_snapshot, snapshot_of, starts_snapshot
 from replay.log_replay import replay_paths
 from settings.jars import jar_dir
 from tests.fixtures.broker import create_topic
-from tests.harness.kafka_cluster import SASL_CLIENT, SASL_MECHANISM, SASL_PASSWORD, SASL_USER, KafkaCluster
+from tests.harness.followers import (
+    REPO,
+    SHORT_HISTORY,
+    FollowProcess,
+    Linker,
+    PublishFollowProcess,
+    log_batches,
+    log_start,
+    wait_published,
+)
+from tests.harness.followers import end_offset as end_of_log
+from tests.harness.kafka_cluster import (
+    SASL_CLIENT,
+    SASL_MECHANISM,
+    SASL_PASSWORD,
+    SASL_USER,
+    SECURE_MECHANISM,
+    KafkaCluster,
+)
 from tests.harness.kafka_oracle import kafka_image, kafka_snapshots
+from tests.harness.tls import make_ca
 from tests.jobs.metadata_topic import drain, topic_messages
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-class FollowProcess:
-    """`kraftlake follow` as its own process, as users run it."""
-
-    def __init__(self, controllers: str, bootstrap: str, topic: str, *extra: str) -> None:
-        self.args = [sys.executable, "-m", "kraftlake.cli", "follow", "--bootstrap-controllers", controllers,
-                     "--bootstrap-servers", bootstrap, "--topic", topic, *extra]
-        self.output = b""
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> FollowProcess:
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
-        self.process = subprocess.Popen(self.args, cwd=REPO, env=env, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT)
-        return self
-
-    def finish(self, sig: int = signal.SIGTERM) -> int:
-        """Stop it with `sig` (unless it ended already) and collect its output; again: the same code."""
-        assert self.process is not None
-        if self.process.returncode is None:
-            self.process.send_signal(sig)
-            out, _ = self.process.communicate(timeout=60)
-            self.output += out
-        return self.process.returncode
-
-
-class PublishFollowProcess(FollowProcess):
-    """`kraftlake publish DIR --follow` as its own process."""
-
-    def __init__(self, directory: Path, bootstrap: str, topic: str, *extra: str) -> None:
-        super().__init__("", bootstrap, topic)
-        self.args = [sys.executable, "-m", "kraftlake.cli", "publish", str(directory), "--follow",
-                     "--poll-interval", "0.2", "--log-interval", "1", "--bootstrap-servers", bootstrap,
-                     "--topic", topic, *extra]
 
 
 def run_follow(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
@@ -92,13 +71,7 @@ def short_history_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kaf
     from a cleaner that runs once a minute, so it starts first (without waiting for it) and ages while the
     other tests run. At the latest metadata.version (4.4 writes RegisterBrokerRecord v4), and its warehouse is
     compared with the replay of its directory."""
-    short_history = {
-        "metadata.log.max.snapshot.interval.ms": "2000",
-        "metadata.log.segment.ms": "1000",
-        "metadata.max.retention.ms": "1000",
-        "internal.metadata.delete.delay.millis": "0",
-    }
-    kafka = KafkaNode(tmp_path_factory.mktemp("short-history-node"), properties=short_history)
+    kafka = KafkaNode(tmp_path_factory.mktemp("short-history-node"), properties=SHORT_HISTORY)
     kafka.format(kafka_uuid(), standalone=True)
     kafka.start(wait=False)
     try:
@@ -117,29 +90,6 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
         yield kafka
     finally:
         kafka.stop()
-
-
-def log_batches(directory: Path) -> dict[int, bytes]:
-    """base offset -> bytes of every whole batch in the node's segments (the active one may end mid-batch)."""
-    batches: dict[int, bytes] = {}
-    for segment in sorted(directory.glob("*.log")):
-        data = segment.read_bytes()
-        pos = 0
-        while pos < len(data):
-            try:
-                header = read_header(data, pos, str(segment))
-            except RecordFormatError:
-                break
-            batches[header.base_offset] = data[pos : pos + header.size_in_bytes]
-            pos += header.size_in_bytes
-    return batches
-
-
-def wait_published(bootstrap: str, topic: str, offset: int, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while read_tail(PublisherConfig(bootstrap, topic)).next_offset <= offset:
-        assert time.monotonic() < deadline, f"topic {topic} never reached offset {offset}"
-        time.sleep(0.2)
 
 
 def assert_log_in_topic(bootstrap: str, topic: str, node_log: dict[int, bytes], first: int = 0) -> int:
@@ -167,8 +117,7 @@ def create_topics(node: KafkaNode, *names: str) -> None:
 
 
 def end_offset(node: KafkaNode) -> int:
-    """The last offset the node's log files hold (committed or about to be)."""
-    return max(read_header(raw, 0, "").last_offset for raw in log_batches(node.metadata_dir).values())
+    return end_of_log(node.metadata_dir)
 
 
 def test_every_committed_batch_once_in_order_byte_identical_across_restarts(node: KafkaNode, kafka_broker) -> None:
@@ -282,36 +231,6 @@ def assert_snapshot_in_small_chunks(kafka: KafkaNode) -> None:
         assert data == on_disk.read_bytes()
 
 
-class Linker:
-    """Hard links every segment and snapshot of a live metadata directory into `copy` as they appear, so the
-    copy keeps what Kafka's retention deletes (a hard link keeps the data; the active segment grows in both):
-    the oracle's whole log from offset 0."""
-
-    def __init__(self, directory: Path, copy: Path) -> None:
-        self.directory, self.copy = directory, copy
-        copy.mkdir(parents=True)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> Linker:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.1):
-            for path in [*self.directory.glob("*.log"), *self.directory.glob("*.checkpoint")]:
-                with contextlib.suppress(FileExistsError, FileNotFoundError):
-                    os.link(path, self.copy / path.name)
-
-
-def log_start(directory: Path) -> int:
-    return min(int(p.name[:20]) for p in directory.glob("*.log"))
-
-
 def test_publish_follow_tails_a_live_directory_past_kafkas_retention(
     short_history_node: KafkaNode, kafka_broker, tmp_path: Path
 ) -> None:
@@ -327,7 +246,7 @@ def test_publish_follow_tails_a_live_directory_past_kafkas_retention(
     bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
     status = tmp_path / "follow.status"
     observed = create_topic(bootstrap)
-    with Linker(kafka.metadata_dir, tmp_path / "all-files"):
+    with Linker(lambda: [(kafka.metadata_dir, tmp_path / "all-files")]):
         observer = FollowProcess(kafka.controller_endpoint, bootstrap, observed).start()
         tail = PublishFollowProcess(kafka.metadata_dir, bootstrap, topic, "--status-file", str(status)).start()
         try:
@@ -480,3 +399,62 @@ def test_sasl_scram_against_a_real_sasl_listener(kafka_cluster: KafkaCluster, ka
         f"kraftlake follow: {listener}: authentication as '{SASL_USER}' with {SASL_MECHANISM} refused")
     for done in (admitted, wrong):
         assert SASL_PASSWORD not in done.stderr + done.stdout and "not-the-password" not in done.stderr + done.stdout
+
+
+def test_scram_sha_256_over_tls_on_a_controller_listener(
+    kafka_cluster: KafkaCluster, kafka_broker, tmp_path: Path
+) -> None:
+    """The shared cluster's second controller listener is SASL_SSL (SCRAM-SHA-256, a certificate from a CA
+    made at fixture time): the follower trusts that CA, logs in as the SCRAM super user (CLUSTER_ACTION) and
+    follows, byte for byte; a CA that did not sign the certificate stops it with one line naming the endpoint,
+    before any password is sent; no password is printed."""
+    assert kafka_cluster.tls is not None
+    bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
+    login = ["--security", "security.protocol=SASL_SSL", "--security", f"sasl.mechanism={SECURE_MECHANISM}",
+             "--security", f"sasl.username={SASL_USER}", "--security", f"sasl.password={SASL_PASSWORD}"]
+    secure = kafka_cluster.secure_bootstrap_controllers()
+    follower = FollowProcess(secure, bootstrap, topic, *login, "--security",
+                             f"ssl.ca.location={kafka_cluster.tls.ca}").start()
+    node = kafka_cluster.node(kafka_cluster.brokers()[0])
+    try:
+        create_topics(node, "over-tls")
+        wait_published(bootstrap, topic, end_offset(node))
+        assert follower.finish() == 0, follower.output
+    finally:
+        follower.finish(signal.SIGKILL)
+    assert assert_log_in_topic(bootstrap, topic, log_batches(node.metadata_dir)) >= end_offset(node) - 50
+
+    other_ca, _ = make_ca(tmp_path, "not-the-cluster-ca")
+    endpoint = secure.split(",")[0]
+    wrong = run_follow("--bootstrap-controllers", endpoint, "--bootstrap-servers", bootstrap, "--topic", topic,
+                       *login, "--security", f"ssl.ca.location={other_ca}")
+    assert wrong.returncode == 2
+    assert wrong.stderr.splitlines()[-1].startswith(f"kraftlake follow: {endpoint}: TLS handshake failed"), wrong
+    for output in (follower.output.decode(), wrong.stdout + wrong.stderr):
+        assert SASL_PASSWORD not in output
+
+
+def test_the_topics_broker_sigkilled_and_restarted_under_the_follower(
+    kafka_cluster: KafkaCluster, node: KafkaNode
+) -> None:
+    """The metadata topic on the module's own node, the shared cluster followed: the topic's broker SIGKILLed
+    while the cluster changes is ridden out (the idempotent producer re-sends what was in flight once the
+    broker is back; a broker gone past the delivery timeout ends the producer session instead, and the next
+    resumes from the topic's tail), and the topic holds the cluster's log once by offset, byte for byte,
+    across the gap."""
+    bootstrap, topic = node.bootstrap_servers, create_topic(node.bootstrap_servers)
+    followed = kafka_cluster.node(kafka_cluster.brokers()[0])
+    follower = FollowProcess(kafka_cluster.bootstrap_controllers, bootstrap, topic).start()
+    try:
+        create_topics(followed, "before-broker-crash")
+        wait_published(bootstrap, topic, end_offset(followed))
+        node.kill()
+        create_topics(followed, "while-broker-down")
+        time.sleep(3)  # the follower meets the dead broker
+        node.start()
+        create_topics(followed, "after-broker-crash")
+        wait_published(bootstrap, topic, end_offset(followed), timeout_s=90)
+        assert follower.finish() == 0, follower.output
+    finally:
+        follower.finish(signal.SIGKILL)
+    assert assert_log_in_topic(bootstrap, topic, log_batches(followed.metadata_dir)) >= end_offset(followed) - 50

@@ -29,6 +29,7 @@ from confluent_kafka.admin import AdminClient
 
 from kraftlake.kafka_node import CONTROLLER, HOST, KafkaNode, free_ports, kafka_uuid, write_properties
 from kraftlake.kafka_tools import KafkaToolError, run_tool
+from tests.harness.tls import make_tls
 
 T = TypeVar("T")
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -58,6 +59,11 @@ SASL_CLIENT = {
     "sasl.mechanism": SASL_MECHANISM,
     "sasl.jaas.config": f'{SCRAM_LOGIN} username="{SASL_USER}" password="{SASL_PASSWORD}";',
 }
+# A cluster made with `secure_controllers` has a second controller listener, SASL_SSL with SCRAM-SHA-256 (the
+# controllers learn SCRAM credentials from the metadata log, as brokers do) and a certificate from a throwaway
+# CA: the first controller listener stays PLAINTEXT, for the nodes among themselves and for the tools.
+SECURE_LISTENER = "SECURE"
+SECURE_MECHANISM = "SCRAM-SHA-256"
 QUICK_ADMIN = {"request.timeout.ms": "3000", "default.api.timeout.ms": "6000"}
 # Tools that take no bootstrap option (they work on files).
 OFFLINE_TOOLS = frozenset({"kafka-storage", "kafka-dump-log"})
@@ -118,19 +124,25 @@ class KafkaCluster:
         nodes: int = 3,
         properties: Mapping[str, str] | None = None,
         release_version: str | None = None,
+        secure_controllers: bool = False,
     ) -> None:
         self.root = root.resolve()
         self.cluster_id = kafka_uuid()
         self.release_version = release_version
-        self.properties = {**CLUSTER_PROPERTIES, **SASL_PROPERTIES, **(properties or {})}
-        ports = free_ports(3 * nodes)
-        controllers = [f"{HOST}:{port}" for port in ports[1::3]]
+        self.tls = make_tls(self.root / "tls", HOST) if secure_controllers else None
+        self.properties = {**CLUSTER_PROPERTIES, **SASL_PROPERTIES, **self._secure_properties(), **(properties or {})}
+        ports = free_ports(4 * nodes)
+        controllers = [f"{HOST}:{port}" for port in ports[1::4]]
         self.nodes: dict[int, KafkaNode] = {}
         self.sasl_ports: dict[int, int] = {}
+        self.secure_ports: dict[int, int] = {}
         for node_id in range(1, nodes + 1):
-            broker_port, controller_port, sasl_port = ports[3 * node_id - 3 : 3 * node_id]
+            broker_port, controller_port, sasl_port, secure_port = ports[4 * node_id - 4 : 4 * node_id]
             listeners = (f"PLAINTEXT://{HOST}:{broker_port},CONTROLLER://{HOST}:{controller_port},"
                          f"{SASL_LISTENER}://{HOST}:{sasl_port}")  # fmt: skip
+            if self.tls is not None:
+                listeners += f",{SECURE_LISTENER}://{HOST}:{secure_port}"
+                self.secure_ports[node_id] = secure_port
             self.nodes[node_id] = KafkaNode(
                 self.root / f"node-{node_id}", node_id, broker_port=broker_port, controller_port=controller_port,
                 quorum=controllers,
@@ -138,6 +150,21 @@ class KafkaCluster:
             )  # fmt: skip
             self.sasl_ports[node_id] = sasl_port
         self.initial_controllers = tuple(self.nodes)
+
+    def _secure_properties(self) -> dict[str, str]:
+        """The second controller listener's settings (none without `secure_controllers`)."""
+        if self.tls is None:
+            return {}
+        prefix = f"listener.name.{SECURE_LISTENER.lower()}"
+        return {
+            "listener.security.protocol.map": f"{SASL_PROPERTIES['listener.security.protocol.map']},"
+                                              f"{SECURE_LISTENER}:SASL_SSL",
+            "controller.listener.names": f"CONTROLLER,{SECURE_LISTENER}",
+            f"{prefix}.sasl.enabled.mechanisms": SECURE_MECHANISM,
+            f"{prefix}.{SECURE_MECHANISM.lower()}.sasl.jaas.config": f"{SCRAM_LOGIN};",
+            f"{prefix}.ssl.keystore.type": "PEM",
+            f"{prefix}.ssl.keystore.location": str(self.tls.keystore),
+        }  # fmt: skip
 
     # -- life cycle --------------------------------------------------------------------------------
 
@@ -148,7 +175,7 @@ class KafkaCluster:
         self._each(
             lambda node: node.format(
                 self.cluster_id, initial_controllers=voters, release_version=self.release_version,
-                extra_args=("--add-scram", f"{SASL_MECHANISM}=[name={SASL_USER},password={SASL_PASSWORD}]"),
+                extra_args=self._scram_users(),
             ),
             self.nodes.values(),
         )
@@ -157,6 +184,12 @@ class KafkaCluster:
         self._each(lambda node: node.wait_ready(), self.nodes.values())
         self.wait_unfenced(*self.brokers())
         return self
+
+    def _scram_users(self) -> tuple[str, ...]:
+        """The SCRAM super user, created at format time for each mechanism a listener offers."""
+        mechanisms = [SASL_MECHANISM] + ([SECURE_MECHANISM] if self.tls is not None else [])
+        return tuple(arg for mechanism in mechanisms
+                     for arg in ("--add-scram", f"{mechanism}=[name={SASL_USER},password={SASL_PASSWORD}]"))
 
     def stop(self) -> None:
         """Stop every node at once (each SIGTERM, SIGKILL after a few seconds): a node whose quorum is gone
@@ -201,10 +234,11 @@ class KafkaCluster:
         """The node's `__cluster_metadata-0` directory (copy it before comparing: Kafka keeps writing)."""
         return self.nodes[node_id].metadata_dir
 
-    def dump_metadata_log(self, node_id: int) -> list[MetadataRecord]:
-        """Every record of the node's metadata log segments as Kafka's own decoder prints them
-        (`kafka-dump-log --cluster-metadata-decoder`): Kafka is the oracle of what its log holds."""
-        segments = sorted(str(path) for path in self.metadata_dir(node_id).glob("*.log"))
+    def dump_metadata_log(self, node_id: int, directory: Path | None = None) -> list[MetadataRecord]:
+        """Every record of the node's metadata log segments (or of those in `directory`, an archive of them) as
+        Kafka's own decoder prints them (`kafka-dump-log --cluster-metadata-decoder`): Kafka is the oracle of
+        what its log holds."""
+        segments = sorted(str(path) for path in (directory or self.metadata_dir(node_id)).glob("*.log"))
         out = self.tool("kafka-dump-log", "--cluster-metadata-decoder", "--files", ",".join(segments))
         return [parse_dumped_record(line) for line in out.splitlines() if line.startswith("| offset: ")]
 
@@ -227,6 +261,10 @@ class KafkaCluster:
         """The SASL listeners of these brokers (default: every running one)."""
         chosen = node_ids or [node_id for node_id in self.sasl_ports if self.nodes[node_id].running]
         return ",".join(f"{HOST}:{self.sasl_ports[node_id]}" for node_id in chosen)
+
+    def secure_bootstrap_controllers(self) -> str:
+        """The SASL_SSL controller listeners (a cluster made with `secure_controllers`)."""
+        return ",".join(f"{HOST}:{port}" for node_id, port in self.secure_ports.items() if self.nodes[node_id].running)
 
     def tool(
         self, name: str, *args: str, controller: bool = False, sasl: bool = False, node: int | None = None,

@@ -167,8 +167,7 @@ def produce(cluster: KafkaCluster, topic: str, count: int) -> None:
 def broker_crash(cluster: KafkaCluster) -> int:
     """SIGKILL a broker that is not the active controller; its ISRs shrink when it is fenced, and expand once
     it is back and caught up (it misses messages written meanwhile)."""
-    leader = cluster.active_controller()
-    victim = max(node for node in cluster.brokers() if node != leader)
+    victim = crash_victim(cluster)
     produce(cluster, "orders", 100)
     cluster.kill(victim)
     cluster.wait_fenced(victim)
@@ -177,6 +176,13 @@ def broker_crash(cluster: KafkaCluster) -> int:
     cluster.restart(victim)
     wait_for(lambda: in_every_isr(cluster, victim, "audit"), f"broker {victim} to rejoin the ISRs")
     return victim
+
+
+def crash_victim(cluster: KafkaCluster) -> int:
+    """The broker `broker_crash` SIGKILLs: the highest id that is not the active controller. Known before the
+    scenario (unless leadership moves first), so a file follower can tail the node that crashes."""
+    leader = cluster.active_controller()
+    return max(node for node in cluster.brokers() if node != leader)
 
 
 def reassign(cluster: KafkaCluster) -> tuple[str, int, list[int]]:
