@@ -206,9 +206,9 @@ def test_both_follow_modes_kept_the_scenario_past_kafkas_retention(
         first_answered[mode] = answered[0]
         assert_scenario_end_state(kafka_image(comparison.snapshots[answered[-1]]))  # followed to the end
         drain(bootstrap, operator_scenario.topics[mode], tmp_path / mode.replace(" ", ""), micro_batch=50)
-        warehouse = Warehouse(tmp_path / mode.replace(" ", ""))
+        reader = WarehouseReader(Warehouse(tmp_path / mode.replace(" ", "")))
         for offset in answered:
-            ours = image_at_offset(warehouse, offset).to_image()
+            ours = reader.image_at(offset).to_image()
             assert_same_canonical(offset, ours, kafka_image(comparison.snapshots[offset]), {})
     assert b"leader change: offset" in operator_scenario.followed["follow"].output
     deleted = wait_deleted(operator_scenario.cluster, max(first_answered.values()))
