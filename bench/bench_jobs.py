@@ -53,8 +53,9 @@ from jobs.materialize import start_query as start_materialize
 from kraftlake.broker import LocalBroker
 from lake.gc_pause import paused_collector
 from lake.reader import WarehouseReader
-from lake.sink import DeltaSink, PublishedImage
+from lake.sink import DeltaSink
 from lake.warehouse import IMAGES, Warehouse
+from lake.writes import PublishedImage
 from records import RecordBatch, encode_batch, make_batch, wire
 from records import metadata_types as mt
 from records.topic import MAX_MESSAGE_BYTES, message_value

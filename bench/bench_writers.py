@@ -29,8 +29,9 @@ from bench import row
 from image_schema.changes import RowVersion
 from image_schema.tables import TABLES
 from lake.pipeline import MetadataPipeline
-from lake.sink import DELETED, DeltaSink, PublishedImage, TableWrite
+from lake.sink import DeltaSink
 from lake.warehouse import Warehouse, partition_columns
+from lake.writes import DELETED, PublishedImage, TableWrite
 from records import RecordBatch, make_batch, wire
 from records import metadata_types as mt
 from settings.spark import session_builder

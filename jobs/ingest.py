@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from lake.ingest import ingest, terminal_progress
-from lake.sink import WriterFencedError
+from lake.sink_tables import WriterFencedError
 from lake.source import SourceMismatchError
 from lake.warehouse import Warehouse
 

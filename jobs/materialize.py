@@ -30,7 +30,7 @@ from jobs.kafka_topic import KafkaTopicError, TopicMessage, collect_messages
 from jobs.store_errors import describe_store_error, is_store_error
 from lake.gc_pause import paused_collector
 from lake.pipeline import MetadataPipeline
-from lake.sink import WriterFencedError
+from lake.sink_tables import WriterFencedError
 from lake.source import SourceMismatchError, topic_source
 from lake.warehouse import Warehouse, WarehouseLayoutError
 from records import RecordBatch, SnapshotId, decode_batch

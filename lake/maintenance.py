@@ -29,7 +29,7 @@ from deltalake.exceptions import CommitFailedError, DeltaError
 
 from failpoints import failpoint
 from lake.compaction import compact_in_order
-from lake.warehouse import Warehouse, all_tables, offset_column, writer_properties
+from lake.warehouse import ROWS_PER_BUCKET, Warehouse, all_tables, buckets_for, offset_column, writer_properties
 
 MIB = 1024 * 1024
 # A Delta log entry of a version: its commit, its checksum or a (possibly multi-part) checkpoint.
@@ -40,13 +40,31 @@ _LOG_ENTRY = re.compile(r"^(\d{20})\.(json|crc|checkpoint(\.\d+\.\d+)?\.parquet)
 
 @dataclass(frozen=True)
 class MaintenancePolicy:
-    """When the sink checkpoints images and compacts tables (all of it configurable, none of it blocking
-    for long: a compaction rewrites at most `compact_above_files` small files of one table)."""
+    """Every number of the write path's upkeep: when the maintainer (`lake.maintainer`) checkpoints images,
+    compacts, re-buckets, sweeps, prunes and reopens, and the bucket sizes the writer merges by (all of it
+    configurable, none of it blocking for long: a compaction rewrites at most `compact_above_files` small
+    files of one table)."""
 
     checkpoint_min_rows: int = 10_000  # image checkpoint once the history since holds this many rows (or more)
     compact_above_files: int = 16  # compact a table holding more small files than this (beyond one a bucket)
     target_file_bytes: int = 8 * MIB  # compaction writes files up to this size; larger files are left alone
     vacuum_retention_hours: int = 1  # `kraftlake maintain` deletes removed files this old (the longest read)
+    sweep_every_images: int = 100  # then every table no image wrote since the last sweep gets its small files merged
+    prune_every_commits: int = 10  # a table's log is pruned every this many commits (one listing, ~120 entries)
+    keep_log_versions: int = KEEP_LOG_VERSIONS  # a pruned log keeps a checkpoint at least this many versions back
+    reopen_every_commits: int = 100  # a long-open delta-rs handle gets slower with every commit
+    rows_per_bucket: int = ROWS_PER_BUCKET  # a current table's bucket count: about this many rows a bucket
+    # a current table is re-bucketed when its rows per bucket leave [rows_per_bucket / shrink_below,
+    # rows_per_bucket * grow_above]: a table hovering at a size never flips between two counts
+    grow_above: int = 2
+    shrink_below: int = 8
+
+    def buckets_for(self, rows: int) -> int:
+        return buckets_for(rows, self.rows_per_bucket)
+
+    def bucket_range(self, buckets: int) -> tuple[int, int]:
+        """The row counts a current table of `buckets` buckets keeps its count for."""
+        return self.rows_per_bucket * buckets // self.shrink_below, self.rows_per_bucket * buckets * self.grow_above
 
 
 @dataclass(frozen=True)
@@ -156,7 +174,7 @@ def maintain_table(
     table.create_checkpoint()
     failpoint("maintain.after_checkpoint")
     table.cleanup_metadata()
-    prune_log(warehouse, name)
+    prune_log(warehouse, name, policy.keep_log_versions)
     vacuumed = vacuum(table, policy.vacuum_retention_hours if retention_hours is None else retention_hours)
     failpoint("maintain.after_vacuum")
     return TableReport(name, before, len(warehouse.table(name).file_uris()), len(vacuumed))

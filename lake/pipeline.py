@@ -1,7 +1,10 @@
 """The one path from decoded batches to published Delta images, shared by ingest and the streaming job.
 
-A `MetadataPipeline` owns a batch loader (transactions folded), a change recorder (row history) and the
-Delta sink. A batch already loaded is dropped (redelivery after a restart, a duplicate after a publisher
+A `MetadataPipeline` owns a batch loader (transactions folded), a change recorder (row history), the
+Delta sink (the commit protocol) and, after it, the publishers of each commit (Kafka's loader → publishers
+shape): the maintainer, which keeps the warehouse cheap to write and read (`lake.maintainer`).
+
+A batch already loaded is dropped (redelivery after a restart, a duplicate after a publisher
 failover). A batch beyond a gap is an error for files, which cannot fill it; from the topic it is held
 until the gap fills: after a broker lost acknowledged messages the publisher re-sends from the first one
 lost, so the topic can hold a batch before the ones it follows. `commit()` ends a commit cycle: pending
@@ -28,12 +31,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from typing import Protocol
 
 from image_schema.changes import ChangeRecorder, RowVersion
+from lake.maintainer import Maintainer
 from lake.maintenance import MaintenancePolicy
-from lake.sink import DeltaSink, PublishedImage
+from lake.sink import DeltaSink
 from lake.source import SourceIdentity
 from lake.warehouse import Warehouse
+from lake.writes import PublishedImage
 from records import RecordBatch, SnapshotId
 from records.headers import epoch_regression
 from replay.delta import MetadataDelta
@@ -43,6 +49,12 @@ from replay.loader import BatchLoader, Manifest
 
 CATCH_UP_LAG_MS = 60_000  # a batch appended longer ago than this is backlog
 MAX_HELD_VERSIONS = 500_000  # row versions held back at most (memory: a few hundred bytes each)
+
+
+class CommitPublisher(Protocol):
+    """Told after each of the sink's commit cycles (Kafka's `MetadataPublisher`, called by the loader)."""
+
+    def on_commit(self, image: PublishedImage | None) -> None: ...
 
 
 class MetadataPipeline:
@@ -58,6 +70,7 @@ class MetadataPipeline:
         source: SourceIdentity | None = None,
     ) -> None:
         self.sink = DeltaSink(warehouse, app_id, policy, source)
+        self.publishers: tuple[CommitPublisher, ...] = (Maintainer(self.sink),)  # told of every commit, in order
         self.idle_publish_ms = idle_publish_ms
         self.coalesce_backlog = coalesce_backlog
         self._versions: list[RowVersion] = []  # recorded for images held back
@@ -132,7 +145,10 @@ class MetadataPipeline:
         batches, self._batches = self._batches, []
         versions, self._versions = self._versions, []
         self._last_write = time.monotonic()
-        return image if self.sink.write(image, versions, batches) else None
+        published = self.sink.write(image, versions, batches)
+        for publisher in self.publishers:
+            publisher.on_commit(image)
+        return image if published else None
 
     def _since_last_write(self, ms: int) -> bool:
         return (time.monotonic() - self._last_write) * 1000 >= ms

@@ -108,9 +108,9 @@ TABLE_PROPERTIES = {
 PROTOCOL = (1, 2)  # (min reader version, min writer version), no table features
 
 
-def buckets_for(rows: int) -> int:
-    """The bucket count for a current table of `rows` rows: a power of two, about ROWS_PER_BUCKET rows each."""
-    wanted = min(MAX_BUCKETS, max(1, -(-rows // ROWS_PER_BUCKET)))
+def buckets_for(rows: int, rows_per_bucket: int = ROWS_PER_BUCKET) -> int:
+    """The bucket count for a current table of `rows` rows: a power of two, about `rows_per_bucket` rows each."""
+    wanted = min(MAX_BUCKETS, max(1, -(-rows // rows_per_bucket)))
     return 1 << (wanted - 1).bit_length()
 
 

@@ -105,7 +105,7 @@ def store_errors(uri: str) -> Iterator[None]:
 
 def run_ingest(args: argparse.Namespace) -> int:
     from lake.ingest import ingest, terminal_progress
-    from lake.sink import WriterFencedError
+    from lake.sink_tables import WriterFencedError
     from lake.source import SourceMismatchError
 
     try:

@@ -13,7 +13,7 @@ import pytest
 from jobs.kafka_topic import TopicMessage
 from jobs.materialize import MaterializeConfig, MicroBatchWriter
 from lake.ingest import ingest
-from lake.sink import WriterFencedError
+from lake.sink_tables import WriterFencedError
 from lake.warehouse import IMAGES, Warehouse
 from records.files import read_batches
 from records.topic import encode_key

@@ -93,8 +93,8 @@ def test_a_growing_table_is_rebucketed_and_a_merge_rewrites_only_touched_buckets
     current = _current(warehouse)
     assert {buckets_of(n) for n in current[BUCKET.name].to_pylist()} == {buckets}
     assert len(warehouse.table("partitions").file_uris()) == buckets
-    written = cluster.pipeline.sink.written_through("partitions")
-    assert DeltaSink(warehouse).written_through("partitions") == written, "the overwrite kept the app transaction"
+    written = cluster.pipeline.sink.tables.written_through("partitions")
+    assert DeltaSink(warehouse).tables.written_through("partitions") == written, "the overwrite kept the app txn"
     image = WarehouseReader(warehouse).image_at(cluster.offset - 1)
     assert _same_rows(current, image.tables["partitions"], "partitions")
 

@@ -17,7 +17,6 @@ from deltalake import write_deltalake
 from lake.maintenance import MaintenancePolicy, compact_if_due, small_files
 from lake.pipeline import MetadataPipeline
 from lake.reader import WarehouseReader
-from lake.sink import SWEEP_EVERY_IMAGES
 from lake.warehouse import BATCHES, BATCHES_SCHEMA, ROW_GROUP_ROWS, Warehouse, history_name, history_schema
 from records import RecordBatch, make_batch, wire
 from records import metadata_types as mt
@@ -130,7 +129,8 @@ def test_a_table_that_went_quiet_is_compacted_by_the_sweep(tmp_path: Path) -> No
     history = history_name("partitions")
     assert len(warehouse.table(history).file_uris()) == 6
     during = WarehouseReader(warehouse).image_at(log[-1].last_offset).canonical_json(None)
-    for n in range(2 * SWEEP_EVERY_IMAGES):  # written in the first sweep's period: merged by the second
+    # written in the first sweep's period: merged by the second
+    for n in range(2 * MaintenancePolicy().sweep_every_images):
         pipeline.load(make_batch(log[-1].last_offset + 1 + n, 1, 9_000 + n, [mt.NoOpRecord()]))
         pipeline.commit()
     assert len(warehouse.table(history).file_uris()) == 1

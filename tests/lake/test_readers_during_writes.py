@@ -6,7 +6,6 @@ query on the finished warehouse (changes, history), and none fails."""
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import subprocess
@@ -17,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
-import lake.sink
-import lake.warehouse
 from lake.ingest import ingest
-from lake.maintenance import MaintenancePolicy, prune_log
+from lake.maintainer import Maintainer
+from lake.maintenance import MaintenancePolicy
 from lake.warehouse import IMAGE_CHECKPOINTS, Warehouse
 from tests.lake.reader_loop import run as cli
 from tests.lake.test_ingest import SAMPLE_DIRS
@@ -30,32 +28,29 @@ KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli"]
 # Every maintenance step of the sink, many times over one sample: an image checkpoint every 10 history
 # rows, a compaction at 3 small files, a sweep every 4 images, a log prune every 3 commits keeping 4
 # versions, and 2 rows a bucket, so `partitions` is re-bucketed as the cluster grows.
-POLICY = MaintenancePolicy(checkpoint_min_rows=10, compact_above_files=3)
+POLICY = MaintenancePolicy(
+    checkpoint_min_rows=10, compact_above_files=3, sweep_every_images=4, prune_every_commits=3, keep_log_versions=4,
+    rows_per_bucket=2,
+)
 IMAGE_EVERY = 150
 
 
 @pytest.fixture
 def busy_sink(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """The sink's thresholds made small; counts of the re-bucketings and sweeps it makes."""
+    """Counts of the re-bucketings and sweeps the maintainer makes."""
     counts: Counter[str] = Counter()
-    monkeypatch.setattr(lake.sink, "SWEEP_EVERY_IMAGES", 4)
-    monkeypatch.setattr(lake.sink, "PRUNE_EVERY_COMMITS", 3)
-    monkeypatch.setattr(lake.sink, "prune_log", functools.partial(prune_log, keep_versions=4))
-    monkeypatch.setattr(lake.sink, "ROWS_PER_BUCKET", 2)
-    monkeypatch.setattr(lake.warehouse, "ROWS_PER_BUCKET", 2)
+    rebucket, maintain = Maintainer._rebucket_if_due, Maintainer._maintain
 
-    rebucket, maintain = lake.sink.DeltaSink._rebucket_if_due, lake.sink.DeltaSink._maintain
-
-    def rebucketed(self: lake.sink.DeltaSink, name: str) -> bool:
+    def rebucketed(self: Maintainer, name: str) -> bool:
         counts["rebucket"] += (done := rebucket(self, name))
         return done
 
-    def maintained(self: lake.sink.DeltaSink, tables: list[str], above: int | None = None) -> None:
+    def maintained(self: Maintainer, tables: list[str], above: int | None = None) -> None:
         counts["sweep"] += above == 0
         maintain(self, tables, above)
 
-    monkeypatch.setattr(lake.sink.DeltaSink, "_rebucket_if_due", rebucketed)
-    monkeypatch.setattr(lake.sink.DeltaSink, "_maintain", maintained)
+    monkeypatch.setattr(Maintainer, "_rebucket_if_due", rebucketed)
+    monkeypatch.setattr(Maintainer, "_maintain", maintained)
     return counts
 
 
