@@ -190,31 +190,25 @@ def protocol(warehouse: Warehouse, name: str) -> tuple[Any, ...]:
     return found.min_reader_version, found.min_writer_version, found.reader_features, found.writer_features
 
 
-def test_user_optimize_and_vacuum_keep_time_travel(
-    spark: SparkSession, local_warehouse: Warehouse, samples_dir: Path, tmp_path: Path
+def test_user_optimize_and_vacuum_keep_time_travel_and_the_sink_writes_on(
+    spark: SparkSession, samples_dir: Path, tmp_path: Path
 ) -> None:
-    warehouse = copy_of(local_warehouse, tmp_path)
-    before = {name: protocol(warehouse, name) for name in all_tables()}
-    # One table of each kind (current, history, image checkpoints, bookkeeping): every table took ~15 minutes
-    # of Spark jobs on 2 cores, and the kinds are what differ in how time travel reads them.
-    spark_optimize_and_vacuum(spark, warehouse, [n for n in EVERY_KIND if warehouse.table(n).file_uris()])
-    assert {name: protocol(warehouse, name) for name in all_tables()} == before  # no feature delta-rs lacks
-    for offset in offsets_to_check(warehouse, seed=19):
-        from_lake = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
-        assert from_lake == canonical_json(replay_paths([samples_dir / SAMPLE], offset).image, provenance=False), offset
-    maintain(warehouse, retention_hours=0)  # kraftlake's own maintenance still runs on them
-    assert assert_spark_reads_what_delta_rs_reads(spark, warehouse, EVERY_KIND, older=False) == len(EVERY_KIND)
-
-
-def test_the_sink_writes_on_after_delta_spark_commits(spark: SparkSession, samples_dir: Path, tmp_path: Path) -> None:
-    """delta-spark's OPTIMIZE commits keep the sink's app transactions: the next images neither repeat nor
-    lose a row, and every offset answers as replay does."""
+    """A user's delta-spark OPTIMIZE, then VACUUM with no retention, on one table of each kind half-way
+    through a log: no table gains a feature delta-rs lacks, every offset answers as replay does, the commits
+    keep the sink's app transactions (the rest of the log then neither repeats nor loses a row), kraftlake's
+    own maintenance still runs, and delta-spark reads what delta-rs reads. One pass for all of it: each
+    table's OPTIMIZE and VACUUM cost about a minute of Spark jobs on 2 cores."""
     directory, warehouse = samples_dir / SAMPLE, Warehouse(tmp_path / "warehouse")
     ingest_through(directory, warehouse, 2500, IMAGE_EVERY["local"])
+    before = {name: protocol(warehouse, name) for name in all_tables()}
     txn = "kraftlake:" + history_name("partitions")
     written = warehouse.table(history_name("partitions")).transaction_version(txn)
-    spark_optimize_and_vacuum(spark, warehouse, EVERY_KIND)
+    spark_optimize_and_vacuum(spark, warehouse, [n for n in EVERY_KIND if warehouse.table(n).file_uris()])
+    assert {name: protocol(warehouse, name) for name in all_tables()} == before  # no feature delta-rs lacks
     assert warehouse.table(history_name("partitions")).transaction_version(txn) == written
+    for offset in offsets_to_check(warehouse, seed=19):
+        from_lake = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
+        assert from_lake == canonical_json(replay_paths([directory], offset).image, provenance=False), offset
     ingest_through(directory, warehouse, None, IMAGE_EVERY["local"])  # a rerun: what the tables hold is skipped
     history = warehouse.table(history_name("partitions")).to_pyarrow_table()
     keys = history.select(["topic_id", "partition_id", "from_offset"]).to_pylist()
@@ -222,6 +216,8 @@ def test_the_sink_writes_on_after_delta_spark_commits(spark: SparkSession, sampl
     for offset in offsets_to_check(warehouse, seed=5):
         from_lake = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
         assert from_lake == canonical_json(replay_paths([directory], offset).image, provenance=False), offset
+    maintain(warehouse, retention_hours=0)  # kraftlake's own maintenance still runs on them
+    assert assert_spark_reads_what_delta_rs_reads(spark, warehouse, EVERY_KIND, older=False) == len(EVERY_KIND)
 
 
 def test_a_table_upgraded_past_what_delta_rs_writes_is_refused(

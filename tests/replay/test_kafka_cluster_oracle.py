@@ -60,7 +60,7 @@ CHANGES_COMPARED = {
     "AccessControlEntryRecord", "RemoveAccessControlEntryRecord", "RegisterBrokerRecord",
     "BrokerRegistrationChangeRecord", "RegisterControllerRecord", "FeatureLevelRecord", "VotersRecord",
 }  # fmt: skip
-MICRO_BATCH = 40  # Kafka messages (Raft batches) per trigger: the scenario's ~300 batches take several
+MICRO_BATCH = 25  # Kafka messages (Raft batches) per trigger: the scenario's 150-300 batches take 6-12 triggers
 
 
 def copy_live(source: Path, target: Path, attempts: int = 3) -> Path:
