@@ -75,14 +75,20 @@ def _topic_id() -> str:
     return wire.uuid_to_text((7).to_bytes(16, "big"))
 
 
-def _setup(time_ms: int) -> RecordBatch:
+def cluster_records(brokers: int) -> list[Any]:
+    """metadata.version and `brokers` registered brokers: the start of every synthetic log of the lake benches."""
     records: list[Any] = [mt.FeatureLevelRecord(name="metadata.version", feature_level=21)]
     records += [
         mt.RegisterBrokerRecord(broker_id=b, broker_epoch=10 + b, incarnation_id=wire.uuid_to_text(
             (100 + b).to_bytes(16, "big")), fenced=False, end_points=(mt.BrokerEndpoint(
                 name="PLAINTEXT", host=f"b{b}", port=9092, security_protocol=0),))
-        for b in range(BROKERS)
+        for b in range(brokers)
     ]
+    return records
+
+
+def _setup(time_ms: int) -> RecordBatch:
+    records = cluster_records(BROKERS)
     records.append(mt.TopicRecord(name="orders", topic_id=_topic_id()))
     records += [
         mt.PartitionRecord(partition_id=p, topic_id=_topic_id(), replicas=(0, 1, 2), isr=(0, 1, 2), leader=p % 3,

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import row
+from bench.bench_lake import cluster_records
 from image_schema.changes import RowVersion
 from image_schema.tables import TABLES
 from lake.pipeline import MetadataPipeline
@@ -57,13 +58,7 @@ def _topic_id(topic: int) -> str:
 
 
 def first_batch(time_ms: int) -> RecordBatch:
-    records: list[Any] = [mt.FeatureLevelRecord(name="metadata.version", feature_level=21)]
-    records += [
-        mt.RegisterBrokerRecord(broker_id=b, broker_epoch=10 + b, incarnation_id=wire.uuid_to_text(
-            (100 + b).to_bytes(16, "big")), fenced=False, end_points=(mt.BrokerEndpoint(
-                name="PLAINTEXT", host=f"b{b}", port=9092, security_protocol=0),))
-        for b in range(BROKERS)
-    ]
+    records = cluster_records(BROKERS)
     for topic in range(TOPICS):
         records.append(mt.TopicRecord(name=f"topic-{topic}", topic_id=_topic_id(topic)))
         records += [
