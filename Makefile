@@ -22,14 +22,14 @@ $(STAMP): pyproject.toml Makefile
 	command -v mvn >/dev/null && command -v javac >/dev/null || (apt-get update && apt-get install -y maven openjdk-17-jdk-headless)
 	touch $(STAMP)
 
-# Java artifacts, one folder per set (settings/jars.py says which is which): Maven copies each pom's
+# Java artifacts, one folder per set (kraftlake/settings/jars.py says which is which): Maven copies each pom's
 # dependencies; the Spark set then drops what pyspark's own jars already hold.
 jars: $(JAR_STAMPS) $(ORACLE)
 
-$(JARS)/%/.fetched: java/%/pom.xml $(STAMP)
+$(JARS)/%/.fetched: java/%/pom.xml | $(STAMP)
 	rm -rf $(JARS)/$*
 	mvn -q -B -f java/$*/pom.xml dependency:copy-dependencies -DexcludeScope=provided -DoutputDirectory=$(CURDIR)/$(JARS)/$*
-	test "$*" != spark || $(BIN)/python -m settings.jars prune $(JARS)/spark
+	test "$*" != spark || $(BIN)/python -m kraftlake.settings.jars prune $(JARS)/spark
 	touch $@
 
 $(ORACLE): $(wildcard java/oracle/src/*.java) $(JARS)/kafka/.fetched

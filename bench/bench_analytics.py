@@ -23,10 +23,10 @@ from typing import Any
 
 from bench import row
 from bench.bench_jobs import Churn, controller_log
-from jobs.materialize import local_spark
-from lake.pipeline import MetadataPipeline
-from lake.warehouse import Warehouse
-from records.batch import decode_batch
+from kraftlake.jobs.materialize import local_spark
+from kraftlake.lake.pipeline import MetadataPipeline
+from kraftlake.lake.warehouse import Warehouse
+from kraftlake.records.batch import decode_batch
 
 PARTITIONS = 1_000_000
 CHURN_BATCHES = 20_000
@@ -67,8 +67,8 @@ def build_warehouse(root: Path) -> tuple[Warehouse, int, list[tuple[str, int]]]:
 
 
 def run() -> list[dict[str, Any]]:
-    from analytics.views import register_views
-    from lake.reader import WarehouseReader
+    from kraftlake.analytics.views import register_views
+    from kraftlake.lake.reader import WarehouseReader
 
     rows = [row("load average at start", os.getloadavg()[0], "")]
     with tempfile.TemporaryDirectory(prefix="bench-analytics-") as scratch:

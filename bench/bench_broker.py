@@ -1,9 +1,9 @@
 """The local Kafka broker and the tests' Kafka cluster: how fast they start and how much memory they hold.
 
-(1) The local broker (`kraftlake.broker.LocalBroker`, one Apache Kafka 4.4.0 node, broker + controller):
+(1) The local broker (`kraftlake.cli.broker.LocalBroker`, one Apache Kafka 4.4.0 node, broker + controller):
 the first start (storage formatted by Kafka's storage tool, then the JVM) and restarts on the same data, each
 timed from the launch to the first answered metadata request listing the broker; resident memory (RSS) after
-5 s idle; a clean stop. The JVM options of `kraftlake.kafka_node.NODE_JVM_OPTIONS` against variants (C2
+5 s idle; a clean stop. The JVM options of `kraftlake.cli.kafka_node.NODE_JVM_OPTIONS` against variants (C2
 allowed, G1), restarts on one data dir, so the choice is measured, not guessed.
 (2) The tests' cluster (`tests.harness.kafka_cluster`): three broker+controller JVMs formatted with
 `--initial-controllers` and started together, until every broker is unfenced; their RSS; one Kafka tool run
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import row
-from kraftlake.broker import LocalBroker
-from kraftlake.kafka_node import NODE_JVM_OPTIONS, KafkaNode
+from kraftlake.cli.broker import LocalBroker
+from kraftlake.cli.kafka_node import NODE_JVM_OPTIONS, KafkaNode
 from tests.harness.kafka_cluster import KafkaCluster
 
 RESTARTS = 5

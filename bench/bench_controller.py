@@ -22,13 +22,13 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from brokersim.simulator import BrokerSimulator, SimulationConfig
-from controller.admin_client import AdminClient
-from controller.publisher import PublisherConfig, resume_offset
-from kraftlake.broker import LocalBroker
-from raft.server import describe_quorum
-from records import decode_batch
-from records.topic import message_value
+from kraftlake.brokersim.simulator import BrokerSimulator, SimulationConfig
+from kraftlake.cli.broker import LocalBroker
+from kraftlake.controller.admin_client import AdminClient
+from kraftlake.controller.publisher import PublisherConfig, resume_offset
+from kraftlake.raft.server import describe_quorum
+from kraftlake.records import decode_batch
+from kraftlake.records.topic import message_value
 from tests.harness.processes import ControllerProcesses
 
 SECONDS = 10.0

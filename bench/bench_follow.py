@@ -3,7 +3,7 @@ topic on the same cluster's brokers, the follower as its own process (as users r
 
 (1) Controller commit → image queryable: a CreateTopics call returns once the controller committed it; the
 time until the follower's message holding its TopicRecord is consumed from the topic, and then until the
-streaming job's driver (`jobs.materialize.MicroBatchWriter`, fed directly, one micro-batch per message: no
+streaming job's driver (`kraftlake.jobs.materialize.MicroBatchWriter`, fed directly, one micro-batch per message: no
 Spark) has published the image holding it. The job's trigger adds its own wait on top (up to the interval:
 half of it on average, 0.5 s with a 1 s trigger).
 (2) The follower's CPU (share of one core) and RSS while the cluster is idle, and under churn (topics created
@@ -32,10 +32,10 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench import row
-from jobs.materialize import MaterializeConfig, MicroBatchWriter, TopicMessage
-from records import decode_batch
-from records import metadata_types as mt
-from records.topic import message_offset, message_value
+from kraftlake.jobs.materialize import MaterializeConfig, MicroBatchWriter, TopicMessage
+from kraftlake.records import decode_batch
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.topic import message_offset, message_value
 from tests.harness.kafka_cluster import KafkaCluster
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,7 +74,7 @@ class Watcher(threading.Thread):
 
 
 def follower(cluster: KafkaCluster, topic: str) -> subprocess.Popen[bytes]:
-    args = [sys.executable, "-m", "kraftlake.cli", "follow", "--bootstrap-controllers", cluster.bootstrap_controllers,
+    args = [sys.executable, "-m", "kraftlake", "follow", "--bootstrap-controllers", cluster.bootstrap_controllers,
             "--bootstrap-servers", cluster.bootstrap_servers, "--topic", topic, "--log-interval", "5"]
     return subprocess.Popen(args, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -2,7 +2,7 @@
 
 (1) Bootstrap: a synthetic controller log (metadata.version, 6 brokers registered and unfenced, then topics of
 10 partitions with RF 3 created 20 per batch: 220 records a batch) is produced to a fresh topic, and the job
-(`jobs.materialize`, availableNow, fresh warehouse and checkpoint) runs from `start_query` to the `images` row
+(`kraftlake.jobs.materialize`, availableNow, fresh warehouse and checkpoint) runs from `start_query` to the `images` row
 covering the last offset. Beside it: the same bytes merely consumed with confluent-kafka, and the pieces of the
 job's work timed on their own in this process (decode; replay with the change recorder; Arrow conversion;
 Delta writes; CPU seconds, as the job's driver does them, collector paused), so the figures say where the
@@ -19,7 +19,7 @@ for its commit on the quorum) to the moment this process, polling the `images` t
 there) on that warehouse, checked once against an in-memory replay. Goal: <= 2 s, median of 5.
 
 Wall-clock times, so they include whatever else the machine runs (the load average is noted). The broker is
-one Apache Kafka node (`kraftlake.broker`), on the same two cores.
+one Apache Kafka node (`kraftlake.cli.broker`), on the same two cores.
 """
 
 from __future__ import annotations
@@ -45,22 +45,22 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from deltalake import DeltaTable
 
 from bench import row
-from image_schema.canonical import canonical_json
-from image_schema.changes import ChangeRecorder
-from jobs.kafka_topic import collect_messages
-from jobs.materialize import MaterializeConfig, MicroBatchWriter, decode_messages, local_spark
-from jobs.materialize import start_query as start_materialize
-from kraftlake.broker import LocalBroker
-from lake.gc_pause import paused_collector
-from lake.reader import WarehouseReader
-from lake.sink import DeltaSink
-from lake.warehouse import IMAGES, Warehouse
-from lake.writes import PublishedImage
-from records import RecordBatch, encode_batch, make_batch, wire
-from records import metadata_types as mt
-from records.topic import MAX_MESSAGE_BYTES, message_value
-from replay.loader import BatchLoader
-from replay.log_replay import cut_batches
+from kraftlake.cli.broker import LocalBroker
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.image_schema.changes import ChangeRecorder
+from kraftlake.jobs.kafka_topic import collect_messages
+from kraftlake.jobs.materialize import MaterializeConfig, MicroBatchWriter, decode_messages, local_spark
+from kraftlake.jobs.materialize import start_query as start_materialize
+from kraftlake.lake.gc_pause import paused_collector
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.sink import DeltaSink
+from kraftlake.lake.warehouse import IMAGES, Warehouse
+from kraftlake.lake.writes import PublishedImage
+from kraftlake.records import RecordBatch, encode_batch, make_batch, wire
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.topic import MAX_MESSAGE_BYTES, message_value
+from kraftlake.replay.loader import BatchLoader
+from kraftlake.replay.log_replay import cut_batches
 
 NOTES = """\
 **The Kafka source, chosen by measurement** (issue 19; 2026-11-25, this machine, load average 15-23 from

@@ -1,7 +1,7 @@
 """kraftlake beside Apache Kafka 4.4 doing the same work, in the same run (issue 21, items 1 and 5).
 
 (1) Replay: bench_replay's synthetic log (1M partitions, then 500k ISR/leader changes) and the longest real
-sample's segment, loaded by kraftlake's `replay.loader.BatchLoader` and by Kafka's own `MetadataBatchLoader`
+sample's segment, loaded by kraftlake's `kraftlake.replay.loader.BatchLoader` and by Kafka's own `MetadataBatchLoader`
 (`java/oracle/src/KafkaReplayBench.java`: `MetadataDelta`/`MetadataImage`, one commit at the end), both pinned
 to one core, CPU time of the loading thread, median of 5 after warm-up (the JVM: two warm-up runs, C2 on).
 Decode excluded (batches decoded once, kept) and included (read from the bytes each run). Goal: kraftlake
@@ -34,10 +34,10 @@ from typing import Any
 from bench import median_seconds, row
 from bench.bench_lake_scale import KRAFTLAKE
 from bench.bench_replay import replay, synthetic_batches
-from records import RecordBatch, decode_batches, encode_batch
-from records import metadata_types as mt
-from records.files import decode_file
-from settings.jars import classpath
+from kraftlake.records import RecordBatch, decode_batches, encode_batch
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.files import decode_file
+from kraftlake.settings.jars import classpath
 
 SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "kafka-samples" / "rjmfernandes_flink-on-prem" / "data"
 SEGMENT_NAME = "00000000000000000000.log"

@@ -2,14 +2,14 @@
 
 (1) Long run: a synthetic NoOp-heavy log (3 brokers, 10 partitions of RF 3; every image two one-NoOp batches,
 as a 1 s trigger sees an idle controller writing a NoOp every 500 ms) with an ISR-churn phase in the middle
-third (each image also carries one PartitionChangeRecord); `lake.pipeline.MetadataPipeline` commits one image
+third (each image also carries one PartitionChangeRecord); `kraftlake.lake.pipeline.MetadataPipeline` commits one image
 per step, with no coalescing (`idle_publish_ms=0`: the worst case, an image per trigger). Reported: commit p50
 over the first and the last 1,000 images (goal: last <= 1.25x first), active files in all tables at the end
 (goal <= 400), time travel (`WarehouseReader.image_at`) median at 5 offsets spread over the history against the same
 query on a warehouse holding one image of the same log (goal <= 0.3 s and within 1.25x), and Delta commits
 per idle hour: measured per offset-only image, times 3,600 images an hour without coalescing and 360 with the
 streaming job's default `idle_publish_seconds = 10`.
-(2) `lake.ingest` of the longest real sample with an image every 20 offsets: the time of the whole against
+(2) `kraftlake.lake.ingest` of the longest real sample with an image every 20 offsets: the time of the whole against
 twice the time of its first half (goal <= 1.25x: the cost per image stays flat in one long-lived process).
 
 (3) The long run again with the warehouse on a real S3 server (SeaweedFS `weed mini` on loopback), shorter
@@ -22,9 +22,9 @@ scaled to match: a table's Delta checkpoint carries a tombstone for every file c
 reads them all. The run sets that retention to the wall time 300 of its images take (measured on a warm-up of
 300 images), so it holds the tombstones 5 real minutes would; without it every tombstone of the run would
 stay. The
-log itself is pruned by version count (`lake.maintenance.prune_log`), which needs no scaling. With fewer
+log itself is pruned by version count (`kraftlake.lake.maintenance.prune_log`), which needs no scaling. With fewer
 than 2,000 images the first and last 1,000 overlap. Time travel is timed twice: by a reader that keeps its
-tables open across queries (`lake.handles`: a service, a notebook, this process) and with every table opened
+tables open across queries (`kraftlake.lake.handles`: a service, a notebook, this process) and with every table opened
 afresh for each query (a CLI command), against the same query on a warehouse holding one image.
 """
 
@@ -41,13 +41,13 @@ from pathlib import Path
 from typing import Any
 
 from bench import row
-from lake.handles import OPEN_TABLES
-from lake.ingest import ingest
-from lake.pipeline import MetadataPipeline
-from lake.reader import WarehouseReader
-from lake.warehouse import Warehouse, all_tables
-from records import RecordBatch, make_batch, wire
-from records import metadata_types as mt
+from kraftlake.lake.handles import OPEN_TABLES
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.pipeline import MetadataPipeline
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse, all_tables
+from kraftlake.records import RecordBatch, make_batch, wire
+from kraftlake.records import metadata_types as mt
 
 # Kept under the table when BENCHMARKS.md is regenerated.
 NOTES = """\

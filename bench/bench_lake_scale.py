@@ -1,7 +1,7 @@
 """The warehouse at 1M partitions (issue 9): image commits, commit-to-image latency and time travel.
 
 The warehouse is bench_jobs's synthetic bootstrap (100k topics of 10 partitions, RF 3, 6 brokers), written
-by `lake.pipeline.MetadataPipeline` (the streaming job's path from decoded batches to Delta) with an image
+by `kraftlake.lake.pipeline.MetadataPipeline` (the streaming job's path from decoded batches to Delta) with an image
 every 2,000 batches, as a job catching up in micro-batches would. Then the steady state: bench_jobs's `Churn`
 (PartitionChangeRecords of 1-5 ISR shrinks/expands and leader moves each, on random partitions) arrives at
 random moments, about 100 partition changes a second, and a 1 s processing-time trigger hands whatever has
@@ -45,13 +45,13 @@ import pyarrow as pa
 
 from bench import row
 from bench.bench_jobs import Churn, ControllerLog, controller_log
-from image_schema.tables import TABLES
-from lake.gc_pause import paused_collector
-from lake.pipeline import MetadataPipeline
-from lake.reader import WarehouseReader
-from lake.warehouse import Warehouse
-from records import RecordBatch
-from records.batch import decode_batch
+from kraftlake.image_schema.tables import TABLES
+from kraftlake.lake.gc_pause import paused_collector
+from kraftlake.lake.pipeline import MetadataPipeline
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
+from kraftlake.records import RecordBatch
+from kraftlake.records.batch import decode_batch
 
 PARTITIONS = 1_000_000
 BOOTSTRAP_BATCHES_PER_IMAGE = 2_000
@@ -67,7 +67,7 @@ GOAL_INGEST_S = 60.0
 GOAL_INGEST_BYTES = 1 << 30
 GOAL_IMAGE_JSON_S = 3.0
 CLI_REPEAT = 3
-KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli"]
+KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli.main"]
 
 # Kept under the table when BENCHMARKS.md is regenerated: how the layout was chosen, measured once.
 NOTES = """\

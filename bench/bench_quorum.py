@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from raft.server import AppendSession
+from kraftlake.raft.server import AppendSession
 from tests.harness.processes import QuorumProcesses
 
 LATENCY_APPENDS = 500

@@ -1,4 +1,4 @@
-"""Decode throughput of `records` (RecordBatch v2 → typed records), one process pinned to one core, beside the
+"""Decode throughput of `kraftlake.records` (RecordBatch v2 → typed records), one process pinned to one core, beside the
 floor measured in the same run: `scan_batches`, which only reads batch headers and checks CRC-32Cs (what any
 reader pays). Inputs: every real file under ../shared/kafka-samples (mostly 1-record NoOp batches, so
 per-batch cost dominates) and a synthetic 1M-record log, half PartitionRecord v2 and half
@@ -7,7 +7,7 @@ ISR changes. Goal (issue 2): >= 300k records/s on one core, within 3x of the flo
 floor is one C CRC pass over 84 MB in ~4k batches (tens of millions of records/s): no decoder that builds a
 Python object per record can come within 3x of it, so the floor ratio is judged on the real files, whose
 small batches make the floor a per-batch cost too. Real logs are mostly identical NoOp heartbeat batches,
-which the decoder decodes once and re-bases (`records/batch.py`), so the real-file rate leans on that.
+which the decoder decodes once and re-bases (`kraftlake/records/batch.py`), so the real-file rate leans on that.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from bench import median_seconds
-from records import wire
-from records.batch import decode_batches, encode_batch, make_batch, scan_batches
-from records.metadata_types import PartitionChangeRecord, PartitionRecord
+from kraftlake.records import wire
+from kraftlake.records.batch import decode_batches, encode_batch, make_batch, scan_batches
+from kraftlake.records.metadata_types import PartitionChangeRecord, PartitionRecord
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "kafka-samples"
 SYNTHETIC_RECORDS = 1_000_000

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from bench import median_seconds
-from records import RecordBatch, decode_batches, encode_batch, make_batch, wire
-from records import metadata_types as mt
-from replay.loader import BatchLoader
+from kraftlake.records import RecordBatch, decode_batches, encode_batch, make_batch, wire
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.loader import BatchLoader
 
 TOPICS = 100_000
 PARTITIONS_PER_TOPIC = 10

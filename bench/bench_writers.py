@@ -10,7 +10,7 @@ transaction (delta-spark: `txnAppId`/`txnVersion`, as options of an append and a
 merge). Only the writing is timed, not the replay. Each writer gets a fresh warehouse per run; medians of
 the runs ($KRAFTLAKE_BENCH_WRITER_RUNS, default 3) for the first image and of every small delta of every run
 ($KRAFTLAKE_BENCH_WRITER_DELTAS per run, default 4). delta-spark runs in a local[2] session built by
-`settings.spark`, warmed up by one run first (a JVM's first merge compiles a lot). The machine is shared:
+`kraftlake.settings.spark`, warmed up by one run first (a JVM's first merge compiles a lot). The machine is shared:
 the load average is noted.
 """
 
@@ -27,15 +27,15 @@ from typing import Any
 
 from bench import row
 from bench.bench_lake import cluster_records
-from image_schema.changes import RowVersion
-from image_schema.tables import TABLES
-from lake.pipeline import MetadataPipeline
-from lake.sink import DeltaSink
-from lake.warehouse import Warehouse, partition_columns
-from lake.writes import DELETED, PublishedImage, TableWrite
-from records import RecordBatch, make_batch, wire
-from records import metadata_types as mt
-from settings.spark import session_builder
+from kraftlake.image_schema.changes import RowVersion
+from kraftlake.image_schema.tables import TABLES
+from kraftlake.lake.pipeline import MetadataPipeline
+from kraftlake.lake.sink import DeltaSink
+from kraftlake.lake.warehouse import Warehouse, partition_columns
+from kraftlake.lake.writes import DELETED, PublishedImage, TableWrite
+from kraftlake.records import RecordBatch, make_batch, wire
+from kraftlake.records import metadata_types as mt
+from kraftlake.settings.spark import session_builder
 
 NOTES = """Decision: the sink keeps delta-rs. delta-spark was not "at least as fast": each of its commits is a
 Spark job (Arrow -> DataFrame, Delta's log state, the write or the merge's joins) where delta-rs commits

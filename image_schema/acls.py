@@ -7,12 +7,12 @@ from types import MappingProxyType
 
 import pyarrow as pa
 
-from image_schema.spec import Key, Row, SubImageTables, TableRows, dict_table, single
-from records import metadata_types as mt
-from replay.acls import AclsImage, StandardAcl
-from replay.delta import MetadataDelta
-from replay.fields import plain
-from replay.image import MetadataImage
+from kraftlake.image_schema.spec import Key, Row, SubImageTables, TableRows, dict_table, single
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.acls import AclsImage, StandardAcl
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.fields import plain
+from kraftlake.replay.image import MetadataImage
 
 
 def acl_row(acl_id: str, acl: StandardAcl) -> Row:

@@ -1,9 +1,9 @@
-"""The canonical JSON document of an image (`replay.canonical`'s form), written from Arrow tables.
+"""The canonical JSON document of an image (`kraftlake.replay.canonical`'s form), written from Arrow tables.
 
 `kraftlake image --json` reads the image as Arrow and `kraftlake replay --json` builds it in memory; both
-print this document, byte for byte the same. Every section but `topics` is `replay.canonical`'s plain data,
+print this document, byte for byte the same. Every section but `topics` is `kraftlake.replay.canonical`'s plain data,
 encoded by `json`. `topics` holds one object per partition (a million of them in a big cluster), so it is
-written here, once, as text straight from the `topics` and `partitions` tables (`image_schema.json_text`):
+written here, once, as text straight from the `topics` and `partitions` tables (`kraftlake.image_schema.json_text`):
 an in-memory image goes through its rows first. Building a million Python dicts and indenting them with
 `json`'s pure-Python encoder took ~50 s; this takes about a second.
 """
@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from image_schema.json_text import (
+from kraftlake.image_schema.json_text import (
     TEXT,
     Layout,
     buffer_of,
@@ -30,12 +30,12 @@ from image_schema.json_text import (
     value_parts,
     values_text,
 )
-from image_schema.rebuild import image_from_rows
-from image_schema.tables import TABLES
-from replay.canonical import TOPICS_SECTION, canonical_sections
-from replay.fields import camel_case
-from replay.image import MetadataImage, Provenance
-from replay.topics import PartitionRegistration
+from kraftlake.image_schema.rebuild import image_from_rows
+from kraftlake.image_schema.tables import TABLES
+from kraftlake.replay.canonical import TOPICS_SECTION, canonical_sections
+from kraftlake.replay.fields import camel_case
+from kraftlake.replay.image import MetadataImage, Provenance
+from kraftlake.replay.topics import PartitionRegistration
 
 TOPIC_TABLES = ("topics", "partitions")
 _DEPTH = 1  # a section's value sits one level into the document
@@ -65,7 +65,7 @@ def tables_chunks(
     tables: Mapping[str, pa.Table], image_provenance: Provenance, *, provenance: bool = True, indent: int | None = None
 ) -> Chunks:
     """The canonical text of an image given as its tables' rows (a warehouse read), in pieces: the small
-    sub-images go through `replay`'s image, the topics tables are written as they are."""
+    sub-images go through `kraftlake.replay`'s image, the topics tables are written as they are."""
     small = {name: table.to_pylist() for name, table in tables.items() if name not in TOPIC_TABLES}
     sections = canonical_sections(image_from_rows(small, image_provenance))
     return _document(sections, tables, provenance, canonical_layout(indent))

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from image_schema.spec import Key, TouchedRows, Values
-from image_schema.tables import SUB_IMAGE_TABLES, TABLES
-from replay.delta import STATE_CHANGING_TYPES, MetadataDelta
-from replay.image import MetadataImage
+from kraftlake.image_schema.spec import Key, TouchedRows, Values
+from kraftlake.image_schema.tables import SUB_IMAGE_TABLES, TABLES
+from kraftlake.replay.delta import STATE_CHANGING_TYPES, MetadataDelta
+from kraftlake.replay.image import MetadataImage
 
 
 class RowVersion(NamedTuple):

@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from image_schema.spec import Key, Row, SubImageTables, TableRows, dict_table, grouped, single
-from records import metadata_types as mt
-from replay.canonical import quota_entity_text
-from replay.client_quotas import ClientQuotasImage, QuotaEntity, quota_entity
-from replay.delta import MetadataDelta
-from replay.image import MetadataImage
+from kraftlake.image_schema.spec import Key, Row, SubImageTables, TableRows, dict_table, grouped, single
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.canonical import quota_entity_text
+from kraftlake.replay.client_quotas import ClientQuotasImage, QuotaEntity, quota_entity
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.image import MetadataImage
 
 
 def quota_row(entity: QuotaEntity, key: str, value: float) -> Row:

@@ -8,12 +8,22 @@ from typing import Any
 
 import pyarrow as pa
 
-from image_schema.spec import ENDPOINT, FEATURE_RANGE, STRINGS, Key, Row, SubImageTables, TableRows, dict_table, single
-from records import metadata_types as mt
-from replay.cluster import BrokerRegistration, ClusterImage, ControllerRegistration, Endpoint, FeatureRange
-from replay.delta import MetadataDelta
-from replay.fields import plain
-from replay.image import MetadataImage
+from kraftlake.image_schema.spec import (
+    ENDPOINT,
+    FEATURE_RANGE,
+    STRINGS,
+    Key,
+    Row,
+    SubImageTables,
+    TableRows,
+    dict_table,
+    single,
+)
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.cluster import BrokerRegistration, ClusterImage, ControllerRegistration, Endpoint, FeatureRange
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.fields import plain
+from kraftlake.replay.image import MetadataImage
 
 
 def broker_row(broker: BrokerRegistration) -> Row:

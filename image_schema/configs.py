@@ -7,12 +7,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from image_schema.spec import Key, Row, SubImageTables, TableRows, dict_table, grouped
-from records import metadata_types as mt
-from replay.canonical import config_value
-from replay.configs import RESOURCE_TYPE_NAMES, ConfigResource, ConfigurationsImage
-from replay.delta import MetadataDelta
-from replay.image import MetadataImage
+from kraftlake.image_schema.spec import Key, Row, SubImageTables, TableRows, dict_table, grouped
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.canonical import config_value
+from kraftlake.replay.configs import RESOURCE_TYPE_NAMES, ConfigResource, ConfigurationsImage
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.image import MetadataImage
 
 RESOURCE_TYPE_IDS = {name: type_id for type_id, name in RESOURCE_TYPE_NAMES.items()}
 

@@ -7,12 +7,12 @@ from types import MappingProxyType
 
 import pyarrow as pa
 
-from image_schema.spec import STRINGS, Key, Row, SubImageTables, TableRows, dict_table, single
-from records import metadata_types as mt
-from replay.delegation_tokens import DelegationToken, DelegationTokensImage
-from replay.delta import MetadataDelta
-from replay.fields import plain
-from replay.image import MetadataImage
+from kraftlake.image_schema.spec import STRINGS, Key, Row, SubImageTables, TableRows, dict_table, single
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.delegation_tokens import DelegationToken, DelegationTokensImage
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.fields import plain
+from kraftlake.replay.image import MetadataImage
 
 
 def token_row(token: DelegationToken) -> Row:

@@ -8,11 +8,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from image_schema.spec import Key, Row, SubImageTables, TableRows, dict_table
-from records import metadata_types as mt
-from replay.delta import MetadataDelta
-from replay.features import KRAFT_VERSION, METADATA_VERSION, FeaturesImage
-from replay.image import MetadataImage
+from kraftlake.image_schema.spec import Key, Row, SubImageTables, TableRows, dict_table
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.features import KRAFT_VERSION, METADATA_VERSION, FeaturesImage
+from kraftlake.replay.image import MetadataImage
 
 
 def _feature_rows(image: MetadataImage) -> Iterator[tuple[Key, Row]]:

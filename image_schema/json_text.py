@@ -41,7 +41,7 @@ class Layout:
 
 
 def canonical_layout(indent: int | None) -> Layout:
-    """The canonical image form's layout (`replay.canonical`'s separators)."""
+    """The canonical image form's layout (`kraftlake.replay.canonical`'s separators)."""
     return Layout(indent, ",", ": " if indent else ":")
 
 

@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from image_schema.spec import Key, Row, SubImageTables, TableRows, dict_table, single
-from records import metadata_types as mt
-from replay.delta import MetadataDelta
-from replay.image import MetadataImage
-from replay.producer_ids import ProducerIdsImage
+from kraftlake.image_schema.spec import Key, Row, SubImageTables, TableRows, dict_table, single
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.image import MetadataImage
+from kraftlake.replay.producer_ids import ProducerIdsImage
 
 
 def _producer_id_rows(image: MetadataImage) -> Iterator[tuple[Key, Row]]:

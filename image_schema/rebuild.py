@@ -8,9 +8,9 @@ same canonical JSON as the replay it was written from. Each sub-image rebuilds i
 
 from __future__ import annotations
 
-from image_schema.spec import TableRows
-from image_schema.tables import SUB_IMAGE_TABLES
-from replay.image import MetadataImage, Provenance
+from kraftlake.image_schema.spec import TableRows
+from kraftlake.image_schema.tables import SUB_IMAGE_TABLES
+from kraftlake.replay.image import MetadataImage, Provenance
 
 
 def image_from_rows(tables: TableRows, provenance: Provenance) -> MetadataImage:

@@ -1,5 +1,5 @@
 """The scram_credentials table: which user has which mechanism at how many iterations. Salts and keys never
-leave `replay`, so a rebuilt sub-image holds them empty."""
+leave `kraftlake.replay`, so a rebuilt sub-image holds them empty."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from types import MappingProxyType
 
 import pyarrow as pa
 
-from image_schema.spec import Key, Row, SubImageTables, TableRows, dict_table, single
-from records import metadata_types as mt
-from replay.delta import MetadataDelta
-from replay.image import MetadataImage
-from replay.scram import MECHANISMS, ScramCredential, ScramImage, ScramKey
+from kraftlake.image_schema.spec import Key, Row, SubImageTables, TableRows, dict_table, single
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.image import MetadataImage
+from kraftlake.replay.scram import MECHANISMS, ScramCredential, ScramImage, ScramKey
 
 
 def mechanism_name(mechanism: int) -> str:

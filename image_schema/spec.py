@@ -3,7 +3,7 @@
 Each sub-image has one module here (features, cluster, topics, configs, client_quotas, producer_ids, acls,
 scram, delegation_tokens, voters) holding all of its table code: Arrow schemas, rows from an image, one row from a
 delta, the rows each record type touches, and the rebuild of the sub-image from rows. Adding a field to a
-sub-image touches its `replay` module and its module here; `tables`, `changes` and `rebuild` only assemble.
+sub-image touches its `kraftlake.replay` module and its module here; `tables`, `changes` and `rebuild` only assemble.
 
 A row on its way to Delta is a tuple of its column values in schema order (`Values`), not a dict: a
 bootstrap builds and compares a million of them, and Arrow columns are their transpose.
@@ -19,8 +19,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from replay.delta import MetadataDelta
-from replay.image import MetadataImage
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.image import MetadataImage
 
 Key = tuple[Any, ...]
 Row = dict[str, Any]

@@ -9,13 +9,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from image_schema.configs import config_resource_type
-from image_schema.spec import INTS, STRINGS, Key, Row, SubImageTables, TableRows, TableSpec, Values, single
-from records import metadata_types as mt
-from replay.configs import TOPIC, ConfigResource
-from replay.delta import MetadataDelta
-from replay.image import MetadataImage
-from replay.topics import PartitionRegistration, TopicImage, TopicsImage
+from kraftlake.image_schema.configs import config_resource_type
+from kraftlake.image_schema.spec import INTS, STRINGS, Key, Row, SubImageTables, TableRows, TableSpec, Values, single
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.configs import TOPIC, ConfigResource
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.image import MetadataImage
+from kraftlake.replay.topics import PartitionRegistration, TopicImage, TopicsImage
 
 
 def partition_values(topic_id: str, topic_name: str, partition_id: int, p: PartitionRegistration) -> Values:

@@ -9,12 +9,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from image_schema.spec import Key, Row, SubImageTables, TableRows, dict_table, single
-from records.control_types import KRaftVersionRecord, VotersRecord
-from replay.delta import MetadataDelta
-from replay.fields import plain
-from replay.image import MetadataImage
-from replay.voters import QuorumVoter, VoterEndpoint, VotersImage
+from kraftlake.image_schema.spec import Key, Row, SubImageTables, TableRows, dict_table, single
+from kraftlake.records.control_types import KRaftVersionRecord, VotersRecord
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.fields import plain
+from kraftlake.replay.image import MetadataImage
+from kraftlake.replay.voters import QuorumVoter, VoterEndpoint, VotersImage
 
 VOTER_ENDPOINT = pa.struct([("name", pa.string()), ("host", pa.string()), ("port", pa.int32())])
 QUORUM_SCOPE = "quorum"

@@ -2,7 +2,7 @@
 
     spark-submit jobs/ingest.py DIR --warehouse W      (or: kraftlake ingest DIR --warehouse W)
 
-Replay is sequential by nature (offset order), so the work happens in this one process (`lake.ingest`):
+Replay is sequential by nature (offset order), so the work happens in this one process (`kraftlake.lake.ingest`):
 Spark is not needed to write, only to query.
 """
 
@@ -12,10 +12,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from lake.ingest import ingest, terminal_progress
-from lake.sink_tables import WriterFencedError
-from lake.source import SourceMismatchError
-from lake.warehouse import Warehouse
+from kraftlake.lake.ingest import ingest, terminal_progress
+from kraftlake.lake.sink_tables import WriterFencedError
+from kraftlake.lake.source import SourceMismatchError
+from kraftlake.lake.warehouse import Warehouse
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,7 @@
         [--storage-option KEY=VALUE …]
 
 Each Kafka message is one committed Raft batch (value: RecordBatch v2 bytes, key: base offset) or one batch
-of a snapshot (`records.topic`: `kraftlake publish` puts one first when a real cluster's log no longer starts
+of a snapshot (`kraftlake.records.topic`: `kraftlake publish` puts one first when a real cluster's log no longer starts
 at 0). In `foreachBatch` the driver decodes the micro-batch, orders its log batches by metadata offset, drops
 batches it has already applied, replays the rest (transactions folded, across micro-batches too) and writes
 the image; a snapshot is gathered until its footer arrives (across micro-batches too), then loaded as
@@ -25,19 +25,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jobs import kafka_topic
-from jobs.kafka_topic import KafkaTopicError, TopicMessage, collect_messages
-from jobs.store_errors import describe_store_error, is_store_error
-from lake.gc_pause import paused_collector
-from lake.pipeline import MetadataPipeline
-from lake.sink_tables import WriterFencedError
-from lake.source import SourceMismatchError, topic_source
-from lake.warehouse import Warehouse, WarehouseLayoutError
-from records import RecordBatch, SnapshotId, decode_batch
-from records.errors import RecordFormatError
-from records.topic import ends_snapshot, snapshot_of, starts_snapshot
-from replay.errors import ReplayError
-from settings.spark import session_builder
+from kraftlake.jobs import kafka_topic
+from kraftlake.jobs.kafka_topic import KafkaTopicError, TopicMessage, collect_messages
+from kraftlake.jobs.store_errors import describe_store_error, is_store_error
+from kraftlake.lake.gc_pause import paused_collector
+from kraftlake.lake.pipeline import MetadataPipeline
+from kraftlake.lake.sink_tables import WriterFencedError
+from kraftlake.lake.source import SourceMismatchError, topic_source
+from kraftlake.lake.warehouse import Warehouse, WarehouseLayoutError
+from kraftlake.records import RecordBatch, SnapshotId, decode_batch
+from kraftlake.records.errors import RecordFormatError
+from kraftlake.records.topic import ends_snapshot, snapshot_of, starts_snapshot
+from kraftlake.replay.errors import ReplayError
+from kraftlake.settings.spark import session_builder
 
 REBUILD_TIMEOUT_S = 30.0
 log = logging.getLogger(__name__)
@@ -52,8 +52,8 @@ class MaterializeConfig:
     trigger_seconds: float = 1.0
     available_now: bool = False
     max_offsets_per_trigger: int | None = None
-    idle_publish_seconds: float = 0.0  # hold offset-only images this long (see lake.pipeline); 0: never
-    coalesce_backlog: bool = False  # hold images of a backlog (see lake.pipeline)
+    idle_publish_seconds: float = 0.0  # hold offset-only images this long (see kraftlake.lake.pipeline); 0: never
+    coalesce_backlog: bool = False  # hold images of a backlog (see kraftlake.lake.pipeline)
     storage_options: tuple[tuple[str, str], ...] = ()  # for the warehouse; delta-rs reads AWS_* besides
     kafka_options: tuple[tuple[str, str], ...] = ()  # Kafka client options (Java names), Spark's `kafka.X`
     cluster_id: str | None = None  # the cluster whose log the topic holds, when the operator says (lake.source)
@@ -217,7 +217,7 @@ def start_query(spark: Any, config: MaterializeConfig, writer: MicroBatchWriter)
 
 
 def local_spark(app_name: str = "kraftlake-materialize", short_lived: bool = False) -> Any:
-    """The job's SparkSession (`settings.spark`'s builder: Delta's reader, the project's jars), under the
+    """The job's SparkSession (`kraftlake.settings.spark`'s builder: Delta's reader, the project's jars), under the
     master spark-submit set (`--master`, spark-defaults.conf); run as a
     plain Python program, a local one ($KRAFTLAKE_SPARK_MASTER, default local[2]) whose Python workers run
     this interpreter (the venv's). Quiet: the job reports its own failures in one line

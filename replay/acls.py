@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from replay.errors import ReplayError
-from replay.mapping import empty_map, merged
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.mapping import empty_map, merged
 
 
 class StandardAcl(NamedTuple):

@@ -5,7 +5,7 @@ byte for byte. Keys are sorted; maps keyed by ids are JSON objects keyed by the 
 sets in Kafka (directories, endpoints) are sorted; replica lists keep their order (it means preference).
 
 This module gives every section as plain data except `topics`: a million partitions are written as text
-straight from their Arrow columns by `image_schema.canonical`, which assembles the document (and is where
+straight from their Arrow columns by `kraftlake.image_schema.canonical`, which assembles the document (and is where
 `canonical_json` lives).
 """
 
@@ -13,19 +13,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from records.json_form import is_sensitive_config
-from replay.acls import StandardAcl
-from replay.client_quotas import QuotaEntity
-from replay.cluster import BrokerRegistration, ControllerRegistration, Endpoint, FeatureRange
-from replay.configs import RESOURCE_TYPE_NAMES
-from replay.delegation_tokens import DelegationToken
-from replay.fields import camel_case, plain
-from replay.image import MetadataImage, Provenance
-from replay.scram import MECHANISMS
-from replay.topics import PartitionRegistration
+from kraftlake.records.json_form import is_sensitive_config
+from kraftlake.replay.acls import StandardAcl
+from kraftlake.replay.client_quotas import QuotaEntity
+from kraftlake.replay.cluster import BrokerRegistration, ControllerRegistration, Endpoint, FeatureRange
+from kraftlake.replay.configs import RESOURCE_TYPE_NAMES
+from kraftlake.replay.delegation_tokens import DelegationToken
+from kraftlake.replay.fields import camel_case, plain
+from kraftlake.replay.image import MetadataImage, Provenance
+from kraftlake.replay.scram import MECHANISMS
+from kraftlake.replay.topics import PartitionRegistration
 
 REDACTED = "[redacted]"
-TOPICS_SECTION = "topics"  # the section `image_schema.canonical` writes from the topics tables
+TOPICS_SECTION = "topics"  # the section `kraftlake.image_schema.canonical` writes from the topics tables
 
 
 def canonical_sections(image: MetadataImage) -> dict[str, Any]:

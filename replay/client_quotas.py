@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.mapping import EMPTY, empty_map, merged
+from kraftlake.replay.mapping import EMPTY, empty_map, merged
 
 # An entity is its (entity type, entity name or None) pairs, sorted by type: a stable, hashable key.
 QuotaEntity = tuple[tuple[str, str | None], ...]

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from replay.errors import ReplayError
-from replay.mapping import empty_map, merged
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.mapping import empty_map, merged
 
 
 class Endpoint(NamedTuple):

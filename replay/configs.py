@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from replay.mapping import EMPTY, empty_map, merged
+from kraftlake.replay.mapping import EMPTY, empty_map, merged
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 RESOURCE_TYPE_NAMES = {

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.mapping import empty_map, merged
+from kraftlake.replay.mapping import empty_map, merged
 
 
 @dataclass(frozen=True)

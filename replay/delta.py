@@ -8,20 +8,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from records import metadata_types as mt
-from records.control_types import KRaftVersionRecord, VotersRecord
-from replay.acls import AclsDelta
-from replay.client_quotas import ClientQuotasDelta
-from replay.cluster import ClusterDelta
-from replay.configs import ConfigurationsDelta
-from replay.delegation_tokens import DelegationTokensDelta
-from replay.errors import ReplayError
-from replay.features import FeaturesDelta
-from replay.image import SUB_IMAGES, MetadataImage, Provenance
-from replay.producer_ids import ProducerIdsDelta
-from replay.scram import ScramDelta
-from replay.topics import TopicsDelta
-from replay.voters import VotersDelta
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.control_types import KRaftVersionRecord, VotersRecord
+from kraftlake.replay.acls import AclsDelta
+from kraftlake.replay.client_quotas import ClientQuotasDelta
+from kraftlake.replay.cluster import ClusterDelta
+from kraftlake.replay.configs import ConfigurationsDelta
+from kraftlake.replay.delegation_tokens import DelegationTokensDelta
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.features import FeaturesDelta
+from kraftlake.replay.image import SUB_IMAGES, MetadataImage, Provenance
+from kraftlake.replay.producer_ids import ProducerIdsDelta
+from kraftlake.replay.scram import ScramDelta
+from kraftlake.replay.topics import TopicsDelta
+from kraftlake.replay.voters import VotersDelta
 
 _DELTA_TYPES: dict[str, type] = {
     "features": FeaturesDelta,
@@ -63,7 +63,7 @@ _ROUTES: dict[type, tuple[str, str]] = {
     KRaftVersionRecord: ("voters", "replay_kraft_version"),
     VotersRecord: ("voters", "replay_voters"),
 }
-# Every record type that changes the image (a type missing here is rejected by `replay`). Other layers keyed by
+# Every record type that changes the image (a type missing here is rejected by the loader). Other layers keyed by
 # record type (image_schema's row history) check themselves against this set.
 STATE_CHANGING_TYPES: frozenset[type] = frozenset(_ROUTES) | {mt.RemoveTopicRecord}
 # No state: they still count as records seen and advance the offset.
@@ -165,7 +165,7 @@ class MetadataDelta:
 
 
 def _type_name(record_type: type) -> str:
-    """Kafka's name of a record type; the class name of anything else handed to `replay`."""
+    """Kafka's name of a record type; the class name of anything else handed to `kraftlake.replay`."""
     name: str = getattr(record_type, "TYPE_NAME", record_type.__name__)
     return name
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from replay.errors import ReplayError
-from replay.mapping import empty_map, merged
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.mapping import empty_map, merged
 
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"

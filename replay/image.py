@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from replay.acls import AclsImage
-from replay.client_quotas import ClientQuotasImage
-from replay.cluster import ClusterImage
-from replay.configs import ConfigurationsImage
-from replay.delegation_tokens import DelegationTokensImage
-from replay.features import FeaturesImage
-from replay.producer_ids import ProducerIdsImage
-from replay.scram import ScramImage
-from replay.topics import TopicsImage
-from replay.voters import VotersImage
+from kraftlake.replay.acls import AclsImage
+from kraftlake.replay.client_quotas import ClientQuotasImage
+from kraftlake.replay.cluster import ClusterImage
+from kraftlake.replay.configs import ConfigurationsImage
+from kraftlake.replay.delegation_tokens import DelegationTokensImage
+from kraftlake.replay.features import FeaturesImage
+from kraftlake.replay.producer_ids import ProducerIdsImage
+from kraftlake.replay.scram import ScramImage
+from kraftlake.replay.topics import TopicsImage
+from kraftlake.replay.voters import VotersImage
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from records import RecordBatch, SnapshotId
-from records import metadata_types as mt
-from records.control_types import SnapshotHeaderRecord
-from replay.delta import QUORUM_CONTROL_TYPES, TRANSACTION_MARKERS, MetadataDelta
-from replay.errors import ReplayError
-from replay.image import EMPTY_IMAGE, MetadataImage, Provenance
+from kraftlake.records import RecordBatch, SnapshotId
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.control_types import SnapshotHeaderRecord
+from kraftlake.replay.delta import QUORUM_CONTROL_TYPES, TRANSACTION_MARKERS, MetadataDelta
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.image import EMPTY_IMAGE, MetadataImage, Provenance
 
 
 class TransactionState(enum.Enum):

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from records import RecordBatch
-from records.files import (
+from kraftlake.records import RecordBatch
+from kraftlake.records.files import (
     LogReader,
     SnapshotId,
     check_metadata_path,
@@ -20,10 +20,10 @@ from records.files import (
     read_snapshot,
     segment_base_offset,
 )
-from records.headers import HeaderCheckError
-from replay.errors import ReplayError
-from replay.image import EMPTY_IMAGE, MetadataImage
-from replay.loader import BatchLoader, Publisher, TransactionState
+from kraftlake.records.headers import HeaderCheckError
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.image import EMPTY_IMAGE, MetadataImage
+from kraftlake.replay.loader import BatchLoader, Publisher, TransactionState
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from replay.mapping import empty_map, merged
+from kraftlake.replay.mapping import empty_map, merged
 
 MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from replay.errors import ReplayError
-from replay.mapping import copied, empty_map, merged
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.mapping import copied, empty_map, merged
 
 NO_LEADER_CHANGE = -2
 NO_RECOVERY_STATE_CHANGE = -1

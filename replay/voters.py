@@ -3,7 +3,7 @@
 Kafka keeps these out of the metadata image (its MetadataLoader skips control batches; the Raft layer's
 KRaftControlRecordStateMachine reads KRaftVersion and KRaftVoters records). Here they are one more sub-image,
 so the warehouse holds the quorum's history too. They are Raft state, not controller state: a record takes
-effect at its own offset whether or not a metadata transaction is open around it (see `replay.loader`).
+effect at its own offset whether or not a metadata transaction is open around it (see `kraftlake.replay.loader`).
 A VotersRecord states the whole voter set, so each one replaces the previous set.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from replay.mapping import empty_map
+from kraftlake.replay.mapping import empty_map
 
 
 class VoterEndpoint(NamedTuple):

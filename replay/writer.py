@@ -10,13 +10,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from records import RecordBatch, snapshot_file
-from records import metadata_types as mt
-from records.control_types import KRaftVersionFeature, KRaftVersionRecord, VoterEndpoint, VotersRecord, VotersVoter
-from records.snapshot_file import RECORDS_PER_BATCH
-from replay.features import METADATA_VERSION
-from replay.image import MetadataImage
-from replay.topics import MIGRATING_DIRECTORY
+from kraftlake.records import RecordBatch, snapshot_file
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.control_types import (
+    KRaftVersionFeature,
+    KRaftVersionRecord,
+    VoterEndpoint,
+    VotersRecord,
+    VotersVoter,
+)
+from kraftlake.records.snapshot_file import RECORDS_PER_BATCH
+from kraftlake.replay.features import METADATA_VERSION
+from kraftlake.replay.image import MetadataImage
+from kraftlake.replay.topics import MIGRATING_DIRECTORY
 
 MV_3_4_IV0 = 8
 MV_3_7_IV0 = 15
@@ -223,7 +229,7 @@ def quorum_records(image: MetadataImage) -> list[Any]:
 def snapshot_batches(
     image: MetadataImage, append_time_ms: int, *, max_records_per_batch: int = RECORDS_PER_BATCH
 ) -> list[RecordBatch]:
-    """The batches of a snapshot file of `image` (the format is `records.snapshot_file`'s)."""
+    """The batches of a snapshot file of `image` (the format is `kraftlake.records.snapshot_file`'s)."""
     return snapshot_file.snapshot_batches(
         image.provenance.epoch,
         image_records(image).records,

@@ -14,17 +14,17 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from analytics.report import CHART_IDS, write_report
-from analytics.views import register_views
-from image_schema.tables import TABLES
-from kraftlake.cli import main
-from lake.ingest import ingest
-from lake.reader import WarehouseReader
-from lake.warehouse import BATCHES, Warehouse, history_name
+from kraftlake.analytics.report import CHART_IDS, write_report
+from kraftlake.analytics.views import register_views
+from kraftlake.cli.main import main
+from kraftlake.image_schema.tables import TABLES
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import BATCHES, Warehouse, history_name
 from tests.fixtures.s3 import S3Store
 
 SAMPLE = "Niloufar1171_LDI-POC"
-KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli"]
+KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli.main"]
 BETWEEN_IMAGES = 3000  # images every 2000 offsets: this one is rebuilt from history
 
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from analytics.views import register_views
-from lake.pipeline import MetadataPipeline
-from lake.reader import WarehouseReader
-from lake.warehouse import Warehouse
-from records import metadata_types as mt
+from kraftlake.analytics.views import register_views
+from kraftlake.lake.pipeline import MetadataPipeline
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
+from kraftlake.records import metadata_types as mt
 from tests.replay.builders import MV, P, T, change, data, uuid
 
 ORDERS = uuid(40)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analytics.report import text_report
-from lake.ingest import ingest
-from lake.reader import WarehouseReader
-from lake.warehouse import Warehouse
-from replay.log_replay import replay_paths
+from kraftlake.analytics.report import text_report
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
+from kraftlake.replay.log_replay import replay_paths
 
 SAMPLE = "Niloufar1171_LDI-POC"
 

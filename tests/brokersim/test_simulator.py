@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from brokersim.simulator import BrokerSimulator, SimulationConfig
-from controller import ControllerConfig, LocalMetadataLog, ManualClock, QuorumController
-from controller.admin_api import AdminServer
-from controller.admin_client import AdminClient
-from records import metadata_types as mt
-from replay.loader import BatchLoader
+from kraftlake.brokersim.simulator import BrokerSimulator, SimulationConfig
+from kraftlake.controller import ControllerConfig, LocalMetadataLog, ManualClock, QuorumController
+from kraftlake.controller.admin_api import AdminServer
+from kraftlake.controller.admin_client import AdminClient
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.loader import BatchLoader
 
 
 @pytest.fixture

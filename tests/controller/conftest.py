@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from controller import (
+from kraftlake.controller import (
     BrokerRegistrationRequest,
     ControllerConfig,
     Listener,
@@ -18,7 +18,7 @@ from controller import (
     ManualClock,
     QuorumController,
 )
-from controller.versions import SUPPORTED_FEATURES
+from kraftlake.controller.versions import SUPPORTED_FEATURES
 
 T = TypeVar("T")
 TIMEOUT = 60  # generous: the suite shares two cores with Spark

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from controller import ControllerConfig, LocalMetadataLog, ManualClock, QuorumController
-from controller.admin_api import AdminServer
-from controller.admin_client import AdminClient, AdminError
-from controller.versions import SUPPORTED_FEATURES
-from kraftlake.cli import main
+from kraftlake.cli.main import main
+from kraftlake.controller import ControllerConfig, LocalMetadataLog, ManualClock, QuorumController
+from kraftlake.controller.admin_api import AdminServer
+from kraftlake.controller.admin_client import AdminClient, AdminError
+from kraftlake.controller.versions import SUPPORTED_FEATURES
 
 TOKEN = "let-me-in"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from controller import ControllerConfig, LocalMetadataLog, ManualClock, QuorumController
-from records import metadata_types as mt
+from kraftlake.controller import ControllerConfig, LocalMetadataLog, ManualClock, QuorumController
+from kraftlake.records import metadata_types as mt
 from tests.controller.conftest import Harness
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from controller import BrokerRegistrationRequest, BrokerState, Listener, NewTopic
-from controller.errors import (
+from kraftlake.controller import BrokerRegistrationRequest, BrokerState, Listener, NewTopic
+from kraftlake.controller.errors import (
     BrokerNotRegisteredError,
     DuplicateBrokerRegistrationError,
     InvalidRequestError,
     StaleBrokerEpochError,
     UnsupportedVersionError,
 )
-from records import metadata_types as mt
+from kraftlake.records import metadata_types as mt
 from tests.controller.conftest import Harness, incarnation
 
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from controller import ConfigChange, ConfigOp, NewTopic, UpgradeType
-from controller.errors import (
+from kraftlake.controller import ConfigChange, ConfigOp, NewTopic, UpgradeType
+from kraftlake.controller.errors import (
     BrokerNotRegisteredError,
     InvalidConfigError,
     InvalidFeatureUpdateError,
     InvalidRequestError,
     UnknownTopicError,
 )
-from records import metadata_types as mt
-from replay.configs import BROKER, TOPIC
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.configs import BROKER, TOPIC
 from tests.controller.conftest import Harness
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import base64
 
-from controller import BrokerRegistrationRequest, IsrChange, Listener, NewTopic
-from controller.directories import DirectoryAssignment
-from controller.errors import InvalidRequestError, NotLeaderOrFollowerError, UnknownTopicError
-from controller.versions import SUPPORTED_FEATURES
-from records import metadata_types as mt
-from replay.topics import UNASSIGNED_DIRECTORY as U
+from kraftlake.controller import BrokerRegistrationRequest, IsrChange, Listener, NewTopic
+from kraftlake.controller.directories import DirectoryAssignment
+from kraftlake.controller.errors import InvalidRequestError, NotLeaderOrFollowerError, UnknownTopicError
+from kraftlake.controller.versions import SUPPORTED_FEATURES
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.topics import UNASSIGNED_DIRECTORY as U
 from tests.controller.conftest import Harness, incarnation
 
 

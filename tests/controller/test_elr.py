@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from controller import ConfigChange, ConfigOp, IsrChange, NewTopic, UpgradeType
-from controller.errors import InvalidFeatureUpdateError
-from records import metadata_types as mt
-from replay.configs import BROKER, TOPIC
+from kraftlake.controller import ConfigChange, ConfigOp, IsrChange, NewTopic, UpgradeType
+from kraftlake.controller.errors import InvalidFeatureUpdateError
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.configs import BROKER, TOPIC
 from tests.controller.conftest import Harness
 
 

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from controller.publisher import decode_key
-from kraftlake.broker import LocalBroker
-from raft.log import LOG_DIR_NAME
-from raft.server import describe_quorum
-from records import MetadataLogDir, decode_batch, scan_batches
-from records.topic import message_value
+from kraftlake.cli.broker import LocalBroker
+from kraftlake.controller.publisher import decode_key
+from kraftlake.raft.log import LOG_DIR_NAME
+from kraftlake.raft.server import describe_quorum
+from kraftlake.records import MetadataLogDir, decode_batch, scan_batches
+from kraftlake.records.topic import message_value
 from tests.harness.processes import REPO, ControllerProcesses
 
 pytestmark = pytest.mark.integration
@@ -127,7 +127,7 @@ def test_the_topic_is_the_committed_log_through_leader_and_broker_crashes(
         addresses = ",".join(quorum.admin_addresses[node] for node in sorted(quorum.admin_addresses))
         with (tmp_path / "simulate.out").open("wb") as out:
             workload = subprocess.Popen(
-                [sys.executable, "-m", "kraftlake.cli", "simulate", "--controllers", addresses, "--brokers", "6",
+                [sys.executable, "-m", "kraftlake.cli.main", "simulate", "--controllers", addresses, "--brokers", "6",
                  "--topics", "20", "--partitions", "6", "--steps", "1000", "--seed", "11"],
                 cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
             )

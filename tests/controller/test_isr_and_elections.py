@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller import ConfigChange, ConfigOp, Election, IsrChange, NewTopic
-from controller.errors import (
+from kraftlake.controller import ConfigChange, ConfigOp, Election, IsrChange, NewTopic
+from kraftlake.controller.errors import (
     ElectionNotNeededError,
     FencedLeaderEpochError,
     IneligibleReplicaError,
@@ -16,9 +16,9 @@ from controller.errors import (
     StaleBrokerEpochError,
     UnknownTopicError,
 )
-from controller.replication import IsrChangeOutcome
-from records import metadata_types as mt
-from replay.configs import BROKER, TOPIC
+from kraftlake.controller.replication import IsrChangeOutcome
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.configs import BROKER, TOPIC
 from tests.controller.conftest import Harness
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from raft.log import LOG_DIR_NAME
-from records import snapshot_id
-from replay.log_replay import replay_paths
+from kraftlake.raft.log import LOG_DIR_NAME
+from kraftlake.records import snapshot_id
+from kraftlake.replay.log_replay import replay_paths
 from tests.harness.kafka_oracle import (
     SECRETS_REDACTED,
     assert_dump_matches_kafka,
@@ -44,7 +44,7 @@ def our_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
         leader = int(quorum.wait_for_leader()["leaderId"])
         addresses = ",".join(quorum.admin_addresses[node] for node in sorted(quorum.admin_addresses))
         subprocess.run(
-            [sys.executable, "-m", "kraftlake.cli", "simulate", "--controllers", addresses, "--brokers", "4",
+            [sys.executable, "-m", "kraftlake.cli.main", "simulate", "--controllers", addresses, "--brokers", "4",
              "--topics", "6", "--partitions", "3", "--steps", "150", "--seed", "7"],
             cwd=REPO, check=True, capture_output=True, timeout=300,
         )

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from controller import NewTopic, NotControllerError, replication
-from controller.context import ControllerResult
-from controller.errors import InternalControllerError
-from records import metadata_types as mt
+from kraftlake.controller import NewTopic, NotControllerError, replication
+from kraftlake.controller.context import ControllerResult
+from kraftlake.controller.errors import InternalControllerError
+from kraftlake.records import metadata_types as mt
 from tests.controller.conftest import Harness
 
 

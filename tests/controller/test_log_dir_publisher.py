@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from controller.publisher import PublisherConfig, PublishError, resume_offset
-from image_schema.canonical import canonical_json
-from kraftlake.cli import main
-from lake.reader import WarehouseReader
-from lake.warehouse import Warehouse
-from records import decode_batch, read_batches
-from records.files import SnapshotId
-from records.topic import decode_key, encode_snapshot_key, snapshot_of
-from replay.log_replay import replay_paths
+from kraftlake.cli.main import main
+from kraftlake.controller.publisher import PublisherConfig, PublishError, resume_offset
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
+from kraftlake.records import decode_batch, read_batches
+from kraftlake.records.files import SnapshotId
+from kraftlake.records.topic import decode_key, encode_snapshot_key, snapshot_of
+from kraftlake.replay.log_replay import replay_paths
 from tests.fixtures.broker import create_topic, produce
 from tests.jobs.metadata_topic import drain, topic_messages
 

@@ -12,12 +12,12 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from controller import LocalMetadataLog
-from controller.publisher import PublisherConfig, TopicProducer, decode_key
-from kraftlake.broker import LocalBroker
-from records import decode_batch
-from records import metadata_types as mt
-from records.topic import MAX_MESSAGE_BYTES, message_value
+from kraftlake.cli.broker import LocalBroker
+from kraftlake.controller import LocalMetadataLog
+from kraftlake.controller.publisher import PublisherConfig, TopicProducer, decode_key
+from kraftlake.records import decode_batch
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.topic import MAX_MESSAGE_BYTES, message_value
 
 pytestmark = pytest.mark.integration
 WAIT_S = 90

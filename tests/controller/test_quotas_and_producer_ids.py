@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.errors import BrokerNotRegisteredError, InvalidRequestError, StaleBrokerEpochError
-from records import metadata_types as mt
+from kraftlake.controller.errors import BrokerNotRegisteredError, InvalidRequestError, StaleBrokerEpochError
+from kraftlake.records import metadata_types as mt
 from tests.controller.conftest import Harness
 
 

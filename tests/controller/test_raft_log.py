@@ -12,19 +12,19 @@ from typing import Any, TypeVar
 
 import pytest
 
-from controller import BrokerRegistrationRequest, ControllerConfig, Listener, QuorumController
-from controller.raft_log import RaftMetadataLog
-from controller.replication import NewTopic
-from controller.snapshot_generator import SnapshotGenerator
-from controller.versions import SUPPORTED_FEATURES
-from raft.client import RaftClient, monotonic_ms
-from raft.core import RaftConfig
-from raft.log import LOG_DIR_NAME
-from raft.messages import Envelope
-from raft.snapshots import snapshot_data_batches
-from records import MetadataLogDir, decode_batches
-from records import metadata_types as mt
-from records.control_types import KRaftVersionRecord, SnapshotHeaderRecord, VotersRecord
+from kraftlake.controller import BrokerRegistrationRequest, ControllerConfig, Listener, QuorumController
+from kraftlake.controller.raft_log import RaftMetadataLog
+from kraftlake.controller.replication import NewTopic
+from kraftlake.controller.snapshot_generator import SnapshotGenerator
+from kraftlake.controller.versions import SUPPORTED_FEATURES
+from kraftlake.raft.client import RaftClient, monotonic_ms
+from kraftlake.raft.core import RaftConfig
+from kraftlake.raft.log import LOG_DIR_NAME
+from kraftlake.raft.messages import Envelope
+from kraftlake.raft.snapshots import snapshot_data_batches
+from kraftlake.records import MetadataLogDir, decode_batches
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.control_types import KRaftVersionRecord, SnapshotHeaderRecord, VotersRecord
 
 T = TypeVar("T")
 TIMEOUT = 60

@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
-from controller import IsrChange, NewTopic
-from controller.errors import (
+from kraftlake.controller import IsrChange, NewTopic
+from kraftlake.controller.errors import (
     InvalidReplicaAssignmentError,
     NewLeaderElectedError,
     NoReassignmentInProgressError,
     UnknownTopicError,
 )
-from controller.reassignment import OngoingReassignment
-from records import metadata_types as mt
-from replay.topics import MIGRATING_DIRECTORY
+from kraftlake.controller.reassignment import OngoingReassignment
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.topics import MIGRATING_DIRECTORY
 from tests.controller.conftest import Harness
 
 M = MIGRATING_DIRECTORY  # the harness's brokers register no log directory

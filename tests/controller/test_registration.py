@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from controller import ControllerConfig, LocalMetadataLog, ManualClock, QuorumController
-from controller.errors import InvalidRequestError, UnsupportedVersionError
-from controller.registration import ControllerRegistrationRequest, new_incarnation_id
-from controller.versions import SUPPORTED_FEATURES
-from records import metadata_types as mt
+from kraftlake.controller import ControllerConfig, LocalMetadataLog, ManualClock, QuorumController
+from kraftlake.controller.errors import InvalidRequestError, UnsupportedVersionError
+from kraftlake.controller.registration import ControllerRegistrationRequest, new_incarnation_id
+from kraftlake.controller.versions import SUPPORTED_FEATURES
+from kraftlake.records import metadata_types as mt
 from tests.controller.conftest import TIMEOUT, Harness, incarnation
 
 

@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
-from controller import AclBinding, AclFilter, ScramUpsertion
-from controller.errors import (
+from kraftlake.controller import AclBinding, AclFilter, ScramUpsertion
+from kraftlake.controller.errors import (
     DelegationTokenDisabledError,
     DelegationTokenExpiredError,
     DelegationTokenNotFoundError,
@@ -18,7 +18,7 @@ from controller.errors import (
     ResourceNotFoundError,
     UnacceptableCredentialError,
 )
-from records import metadata_types as mt
+from kraftlake.records import metadata_types as mt
 from tests.controller.conftest import Harness
 
 

@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from controller import NewTopic
-from controller.errors import (
+from kraftlake.controller import NewTopic
+from kraftlake.controller.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
@@ -16,7 +16,7 @@ from controller.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from records import metadata_types as mt
+from kraftlake.records import metadata_types as mt
 from tests.controller.conftest import Harness
 
 

@@ -20,20 +20,20 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
-from controller.publisher import PublisherConfig, read_tail
-from follow.client import ControllerConnection, Endpoint, Versions, parse_endpoints
-from follow.observer import FetchedSnapshot, Observer, ObserverConfig
-from image_schema.canonical import canonical_json
-from kraftlake.kafka_node import KafkaNode, free_ports, kafka_uuid
-from lake.errors import TimeTravelError
-from lake.reader import WarehouseReader
-from lake.warehouse import Warehouse
-from records import decode_batch
-from records.batch import read_header
-from records.files import SnapshotId
-from records.topic import decode_key, ends_snapshot, snapshot_of, starts_snapshot
-from replay.log_replay import replay_paths
-from settings.jars import jar_dir
+from kraftlake.cli.kafka_node import KafkaNode, free_ports, kafka_uuid
+from kraftlake.controller.publisher import PublisherConfig, read_tail
+from kraftlake.follow.client import ControllerConnection, Endpoint, Versions, parse_endpoints
+from kraftlake.follow.observer import FetchedSnapshot, Observer, ObserverConfig
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.lake.errors import TimeTravelError
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
+from kraftlake.records import decode_batch
+from kraftlake.records.batch import read_header
+from kraftlake.records.files import SnapshotId
+from kraftlake.records.topic import decode_key, ends_snapshot, snapshot_of, starts_snapshot
+from kraftlake.replay.log_replay import replay_paths
+from kraftlake.settings.jars import jar_dir
 from tests.fixtures.broker import create_topic
 from tests.harness.followers import (
     REPO,
@@ -61,7 +61,7 @@ from tests.jobs.metadata_topic import drain, topic_messages
 
 def run_follow(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "kraftlake.cli", "follow", *args], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "kraftlake.cli.main", "follow", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -1,4 +1,4 @@
-"""`follow.tail.DirectoryTail` on a real Kafka segment (../shared/kafka-samples) cut into two segments and
+"""`kraftlake.follow.tail.DirectoryTail` on a real Kafka segment (../shared/kafka-samples) cut into two segments and
 written the way a live node writes them: a batch cut off at the tail is waited for and then handed on whole, a
 new segment is taken once the previous one is read to its end, and a damaged or shrunk segment stops the tail
 with the file and byte named. (The live node, retention and snapshots: tests/follow/test_follow.py.)"""
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from follow.client import FollowError
-from follow.observer import CommittedBatch
-from follow.tail import DirectoryTail, TailConfig
-from records.batch import read_header
-from records.files import MetadataLogDir
+from kraftlake.follow.client import FollowError
+from kraftlake.follow.observer import CommittedBatch
+from kraftlake.follow.tail import DirectoryTail, TailConfig
+from kraftlake.records.batch import read_header
+from kraftlake.records.files import MetadataLogDir
 
 SAMPLE = Path("Niloufar1171_LDI-POC/__cluster_metadata-0/00000000000000000000.log")
 

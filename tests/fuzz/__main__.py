@@ -18,12 +18,12 @@ import atheris
 from tests.fuzz.limits import ADDRESS_SPACE_BYTES, SECONDS_PER_INPUT, cap_address_space
 
 with atheris.instrument_imports(include=["records", "replay"]):
-    from records import schema as record_schema
+    from kraftlake.records import schema as record_schema
     from tests.fuzz import targets
 
 
 def _instrument_generated_codecs() -> None:
-    """The record body decoders are generated and compiled at run time (records.schema), where import-time
+    """The record body decoders are generated and compiled at run time (kraftlake.records.schema), where import-time
     instrumentation cannot see them: instrument each one as it is generated."""
     generate = record_schema._generate
 

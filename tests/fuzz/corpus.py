@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator
 from itertools import islice
 from pathlib import Path
 
-from records import compression, framing, rpc
-from records import metadata_types as mt
-from records.batch import (
+from kraftlake.records import compression, framing, rpc
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.batch import (
     COMPRESSION_MASK,
     HEADER_SIZE,
     RecordBatch,
@@ -19,9 +19,9 @@ from records.batch import (
     make_batch,
     scan_batches,
 )
-from records.control_types import BY_CONTROL_TYPE
-from records.rpc_frames import response_header_version
-from records.topic import SNAPSHOT_KEY, encode_key
+from kraftlake.records.control_types import BY_CONTROL_TYPE
+from kraftlake.records.rpc_frames import response_header_version
+from kraftlake.records.topic import SNAPSHOT_KEY, encode_key
 from tests.conftest import SAMPLES
 from tests.fuzz.targets import CONTROL_ENTRY, ENDS_BATCH, RECORD_ENTRY, RPC_APIS, SEGMENT_MARK
 from tests.replay.builders import rich_records

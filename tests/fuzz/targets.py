@@ -19,19 +19,19 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from image_schema.canonical import canonical_json
-from records import compression, framing, rpc
-from records.batch import RecordBatch, decode_batch, decode_batches, encode_batch, make_batch
-from records.control_types import CONTROL_VALUE_VERSION
-from records.errors import RecordFormatError
-from records.files import SnapshotId, read_snapshot
-from records.headers import LEADER_EPOCH_CHECKPOINT
-from records.json_form import message_to_json
-from records.rpc_frames import decode_response
-from records.topic import SNAPSHOT_KEY, decode_key, ends_snapshot, snapshot_of, starts_snapshot
-from replay.errors import ReplayError
-from replay.loader import BatchLoader
-from replay.log_replay import replay_paths
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.records import compression, framing, rpc
+from kraftlake.records.batch import RecordBatch, decode_batch, decode_batches, encode_batch, make_batch
+from kraftlake.records.control_types import CONTROL_VALUE_VERSION
+from kraftlake.records.errors import RecordFormatError
+from kraftlake.records.files import SnapshotId, read_snapshot
+from kraftlake.records.headers import LEADER_EPOCH_CHECKPOINT
+from kraftlake.records.json_form import message_to_json
+from kraftlake.records.rpc_frames import decode_response
+from kraftlake.records.topic import SNAPSHOT_KEY, decode_key, ends_snapshot, snapshot_of, starts_snapshot
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.loader import BatchLoader
+from kraftlake.replay.log_replay import replay_paths
 
 EXPECTED_ERRORS = (RecordFormatError, ReplayError)
 SEGMENT_MARK = b"\n--segment--\n"  # log_dir inputs: leader-epoch-checkpoint text, this mark, segment bytes
@@ -212,7 +212,7 @@ def _batch(before: list[RecordBatch], messages: list[Any], control: bool) -> Rec
 
 def rpc_response(data: bytes) -> None:
     """A controller's response to the follow client: byte 0 picks the API, byte 1 the version (among those
-    `records.rpc` restates), the rest is the response's bytes without the size prefix; then the record
+    `kraftlake.records.rpc` restates), the rest is the response's bytes without the size prefix; then the record
     batches a Fetch response carries, read as the observer reads them."""
     if len(data) < 2:
         return

@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from controller.publisher import PublisherConfig, read_tail
-from records.batch import read_header
-from records.errors import RecordFormatError
+from kraftlake.controller.publisher import PublisherConfig, read_tail
+from kraftlake.records.batch import read_header
+from kraftlake.records.errors import RecordFormatError
 
 REPO = Path(__file__).resolve().parents[2]
 # Node properties for a metadata log Kafka deletes while a test runs: a segment rolled every second, a snapshot
@@ -33,7 +33,7 @@ class FollowProcess:
     """`kraftlake follow` as its own process, as users run it."""
 
     def __init__(self, controllers: str, bootstrap: str, topic: str, *extra: str) -> None:
-        self.args = [sys.executable, "-m", "kraftlake.cli", "follow", "--bootstrap-controllers", controllers,
+        self.args = [sys.executable, "-m", "kraftlake.cli.main", "follow", "--bootstrap-controllers", controllers,
                      "--bootstrap-servers", bootstrap, "--topic", topic, *extra]
         self.output = b""
         self.process: subprocess.Popen[bytes] | None = None
@@ -59,7 +59,7 @@ class PublishFollowProcess(FollowProcess):
 
     def __init__(self, directory: Path, bootstrap: str, topic: str, *extra: str) -> None:
         super().__init__("", bootstrap, topic)
-        self.args = [sys.executable, "-m", "kraftlake.cli", "publish", str(directory), "--follow",
+        self.args = [sys.executable, "-m", "kraftlake.cli.main", "publish", str(directory), "--follow",
                      "--poll-interval", "0.2", "--log-interval", "1", "--bootstrap-servers", bootstrap,
                      "--topic", topic, *extra]
 

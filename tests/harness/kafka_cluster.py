@@ -2,7 +2,7 @@
 operator drives one: with Kafka's own tools run from the jars.
 
 Three combined broker+controller nodes by default, formatted with `--initial-controllers` (kraft.version 1, a
-dynamic quorum, so the voter set can change), each a small-heap JVM (`kraftlake.kafka_node`). StandardAuthorizer
+dynamic quorum, so the voter set can change), each a small-heap JVM (`kraftlake.cli.kafka_node`). StandardAuthorizer
 is on with `User:ANONYMOUS` (every PLAINTEXT client, the nodes included) as super user, so ACLs can be managed.
 Each broker also has a SASL_PLAINTEXT (SCRAM-SHA-512) listener, because Kafka issues delegation tokens only
 over authenticated connections.
@@ -27,8 +27,8 @@ from typing import Any, TypeVar
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from kraftlake.kafka_node import CONTROLLER, HOST, KafkaNode, free_ports, kafka_uuid, write_properties
-from kraftlake.kafka_tools import KafkaToolError, run_tool
+from kraftlake.cli.kafka_node import CONTROLLER, HOST, KafkaNode, free_ports, kafka_uuid, write_properties
+from kraftlake.cli.kafka_tools import KafkaToolError, run_tool
 from tests.harness.tls import make_tls
 
 T = TypeVar("T")

@@ -28,16 +28,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from image_schema.canonical import canonical_json
-from records import RecordBatch
-from records import metadata_types as mt
-from records.files import METADATA_PARTITION_DIR, LogReader
-from records.json_form import is_sensitive_config
-from replay.image import EMPTY_IMAGE, SUB_IMAGES, MetadataImage
-from replay.loader import BatchLoader
-from replay.log_replay import cut_batches, history_sources, replay_paths, replay_sources
-from replay.voters import VotersImage
-from settings.jars import MissingJarsError, classpath, jars_root
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.records import RecordBatch
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.files import METADATA_PARTITION_DIR, LogReader
+from kraftlake.records.json_form import is_sensitive_config
+from kraftlake.replay.image import EMPTY_IMAGE, SUB_IMAGES, MetadataImage
+from kraftlake.replay.loader import BatchLoader
+from kraftlake.replay.log_replay import cut_batches, history_sources, replay_paths, replay_sources
+from kraftlake.replay.voters import VotersImage
+from kraftlake.settings.jars import MissingJarsError, classpath, jars_root
 
 ORACLE_CLASS = "kraftlake.oracle.KafkaImageOracle"
 ORACLE_SOURCE = "java/oracle/src/KafkaImageOracle.java"
@@ -322,7 +322,7 @@ def kafka_dump(files: Sequence[Path]) -> dict[Path, list[dict[str, Any]]]:
 
 def kraftlake_dump(path: Path) -> list[dict[str, Any]]:
     """`kraftlake dump FILE`: one JSON object per record."""
-    done = subprocess.run([sys.executable, "-m", "kraftlake.cli", "dump", str(path)], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "kraftlake.cli.main", "dump", str(path)], capture_output=True,
                           text=True, check=True, timeout=300)
     return [json.loads(line) for line in done.stdout.splitlines()]
 

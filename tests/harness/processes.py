@@ -1,5 +1,5 @@
 """Launch real quorum processes on loopback (for the integration tests and the benchmark): free ports, a
-config file in a scratch directory, `python -m kraftlake.cli quorum start` (or `controller start`) per
+config file in a scratch directory, `python -m kraftlake.cli.main quorum start` (or `controller start`) per
 voter and observer, SIGKILL and restart."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kraftlake.local_cluster import REPO, free_ports
-from raft.config import QuorumConfig, load_config
-from raft.server import QuorumUnavailable, describe_quorum
+from kraftlake.cli.local_cluster import REPO, free_ports
+from kraftlake.raft.config import QuorumConfig, load_config
+from kraftlake.raft.server import QuorumUnavailable, describe_quorum
 
 
 class QuorumProcesses:
@@ -34,7 +34,7 @@ class QuorumProcesses:
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
 
     def command(self, node: int) -> list[str]:
-        return [sys.executable, "-m", "kraftlake.cli", "quorum", "start", "--node-id", str(node),
+        return [sys.executable, "-m", "kraftlake.cli.main", "quorum", "start", "--node-id", str(node),
                 "--config", str(self.config_path)]
 
     def start(self, node: int) -> None:
@@ -98,7 +98,7 @@ class ControllerProcesses(QuorumProcesses):
         self.controller_config_path.write_text("\n".join(lines) + "\n")
 
     def command(self, node: int) -> list[str]:
-        command = [sys.executable, "-m", "kraftlake.cli", "controller", "start", "--node-id", str(node),
+        command = [sys.executable, "-m", "kraftlake.cli.main", "controller", "start", "--node-id", str(node),
                    "--quorum-config", str(self.config_path), "--config", str(self.controller_config_path)]
         if self.bootstrap_servers is None:
             return [*command, "--no-publisher"]

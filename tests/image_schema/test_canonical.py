@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from image_schema import canonical
-from image_schema.canonical import canonical_json
-from records import metadata_types as mt
-from replay.canonical import REDACTED
-from replay.fields import camel_case
-from replay.image import MetadataImage
+from kraftlake.image_schema import canonical
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.canonical import REDACTED
+from kraftlake.replay.fields import camel_case
+from kraftlake.replay.image import MetadataImage
 from tests.replay.builders import MV, P, T, apply_records, rich_records
 
 

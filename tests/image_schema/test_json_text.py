@@ -8,7 +8,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from image_schema.json_text import Layout, buffer_of, canonical_layout, objects_text, row_lines, values_text
+from kraftlake.image_schema.json_text import Layout, buffer_of, canonical_layout, objects_text, row_lines, values_text
 
 TABLE = pa.table({
     "int": pa.array([1, None, -3, 2**40], pa.int64()),

@@ -3,10 +3,10 @@ routes that record to, and both know the same record types."""
 
 from __future__ import annotations
 
-from image_schema.changes import TOUCHED_ROWS
-from image_schema.tables import TABLES
-from replay.delta import STATE_CHANGING_TYPES, MetadataDelta
-from replay.image import EMPTY_IMAGE, Provenance
+from kraftlake.image_schema.changes import TOUCHED_ROWS
+from kraftlake.image_schema.tables import TABLES
+from kraftlake.replay.delta import STATE_CHANGING_TYPES, MetadataDelta
+from kraftlake.replay.image import EMPTY_IMAGE, Provenance
 from tests.replay.builders import rich_records
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
-from jobs.materialize import MaterializeConfig, MicroBatchWriter, TopicMessage
-from records import RecordBatch, encode_batch
-from records.topic import message_offset, message_value
+from kraftlake.jobs.materialize import MaterializeConfig, MicroBatchWriter, TopicMessage
+from kraftlake.records import RecordBatch, encode_batch
+from kraftlake.records.topic import message_offset, message_value
 
 
 def batch_messages(batches: Iterable[RecordBatch]) -> list[tuple[bytes, bytes]]:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.cli import main
-from lake.warehouse import Warehouse
+from kraftlake.cli.main import main
+from kraftlake.lake.warehouse import Warehouse
 from tests.fixtures.broker import create_topic
 from tests.fixtures.s3 import S3Store
 from tests.fixtures.spark_cluster import SparkCluster

@@ -16,18 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from brokersim.simulator import BrokerSimulator, SimulationConfig
-from controller.admin_client import AdminClient, AdminError
-from controller.controller import MID_TRANSACTION_FAILPOINT
-from image_schema.canonical import canonical_json
-from kraftlake.local_cluster import LocalCluster
-from lake.reader import WarehouseReader
-from lake.warehouse import Warehouse
-from raft.config import load_config
-from raft.voters import default_directory_id
-from records import MetadataLogDir
-from records import metadata_types as mt
-from replay.log_replay import replay_paths
+from kraftlake.brokersim.simulator import BrokerSimulator, SimulationConfig
+from kraftlake.cli.local_cluster import LocalCluster
+from kraftlake.controller.admin_client import AdminClient, AdminError
+from kraftlake.controller.controller import MID_TRANSACTION_FAILPOINT
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
+from kraftlake.raft.config import load_config
+from kraftlake.raft.voters import default_directory_id
+from kraftlake.records import MetadataLogDir
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.log_replay import replay_paths
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def _reassign_shrink_and_fail_a_directory(cluster: LocalCluster, simulator: Brok
 
 def _job(cluster: LocalCluster, tmp_path: Path, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "jobs.materialize",
+        sys.executable, "-m", "kraftlake.jobs.materialize",
         "--bootstrap-servers", cluster.broker.bootstrap_servers, "--topic", cluster.topic,
         "--warehouse", str(tmp_path / "warehouse"), "--checkpoint", str(tmp_path / "checkpoint"),
         "--max-offsets-per-trigger", "20", "--no-coalesce-backlog", *extra,

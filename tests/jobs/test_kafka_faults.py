@@ -14,11 +14,11 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
 
-from jobs.materialize import MaterializeConfig, MaterializeError, run
-from kraftlake.broker import LocalBroker
-from lake.ingest import ingest
-from lake.warehouse import IMAGES, Warehouse
-from records import read_batches
+from kraftlake.cli.broker import LocalBroker
+from kraftlake.jobs.materialize import MaterializeConfig, MaterializeError, run
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.warehouse import IMAGES, Warehouse
+from kraftlake.records import read_batches
 from tests.fixtures.broker import create_topic, produce
 from tests.jobs.metadata_topic import batch_messages
 from tests.jobs.test_materialize_recovery import LOG, SAMPLE, _without_images

@@ -1,4 +1,4 @@
-"""The metadata topic as the job reads it (`jobs.kafka_topic`): Spark's own Kafka source and the Java client,
+"""The metadata topic as the job reads it (`kraftlake.jobs.kafka_topic`): Spark's own Kafka source and the Java client,
 against a real Apache Kafka broker and a real local SparkSession."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from confluent_kafka.admin import AdminClient
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
-from jobs import kafka_topic
-from jobs.kafka_topic import KafkaTopicError, TopicMessage
-from jobs.materialize import concise_failure
-from kraftlake.broker import LocalBroker
-from records.topic import MAX_MESSAGE_BYTES
+from kraftlake.cli.broker import LocalBroker
+from kraftlake.jobs import kafka_topic
+from kraftlake.jobs.kafka_topic import KafkaTopicError, TopicMessage
+from kraftlake.jobs.materialize import concise_failure
+from kraftlake.records.topic import MAX_MESSAGE_BYTES
 from tests.fixtures.broker import create_topic, numbered, produce
 
 pytestmark = pytest.mark.integration

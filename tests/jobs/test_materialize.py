@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from image_schema.canonical import canonical_json
-from jobs.materialize import MaterializeConfig, MaterializeError, run
-from lake.pipeline import MetadataPipeline
-from lake.reader import WarehouseReader
-from lake.warehouse import Warehouse
-from records import RecordBatch, make_batch, read_batches
-from records import metadata_types as mt
-from replay.errors import ReplayError
-from replay.log_replay import replay_paths
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.jobs.materialize import MaterializeConfig, MaterializeError, run
+from kraftlake.lake.pipeline import MetadataPipeline
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
+from kraftlake.records import RecordBatch, make_batch, read_batches
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.log_replay import replay_paths
 from tests.fixtures.broker import create_topic, produce
 from tests.jobs.metadata_topic import batch_messages
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from lake.ingest import ingest
-from lake.warehouse import Warehouse
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.warehouse import Warehouse
 from tests.fixtures.broker import create_topic, produce
 from tests.jobs.metadata_topic import batch_messages
 from tests.lake.warehouse_state import warehouse_contents
@@ -26,7 +26,7 @@ LOG = f"{SAMPLE}/__cluster_metadata-0/00000000000000000000.log"
 
 def _job(broker, topic: str, tmp_path: Path, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "jobs.materialize",
+        sys.executable, "-m", "kraftlake.jobs.materialize",
         "--bootstrap-servers", broker.bootstrap_servers, "--topic", topic,
         "--warehouse", str(tmp_path / "warehouse"), "--checkpoint", str(tmp_path / "checkpoint"),
         "--max-offsets-per-trigger", "250", "--no-coalesce-backlog", *extra,
@@ -50,7 +50,7 @@ def reference(samples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> di
 
 @pytest.fixture
 def topic(kafka_broker, samples_dir: Path) -> str:
-    from records import read_batches
+    from kraftlake.records import read_batches
 
     name = create_topic(kafka_broker.bootstrap_servers)
     produce(kafka_broker.bootstrap_servers, name, batch_messages(read_batches(samples_dir / LOG)))

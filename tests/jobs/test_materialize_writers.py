@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from jobs.kafka_topic import TopicMessage
-from jobs.materialize import MaterializeConfig, MicroBatchWriter
-from lake.ingest import ingest
-from lake.sink_tables import WriterFencedError
-from lake.warehouse import IMAGES, Warehouse
-from records.files import read_batches
-from records.topic import encode_key
+from kraftlake.jobs.kafka_topic import TopicMessage
+from kraftlake.jobs.materialize import MaterializeConfig, MicroBatchWriter
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.sink_tables import WriterFencedError
+from kraftlake.lake.warehouse import IMAGES, Warehouse
+from kraftlake.records.files import read_batches
+from kraftlake.records.topic import encode_key
 
 SAMPLE = "Niloufar1171_LDI-POC"
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PROBE = "from jobs.materialize import local_spark\nprint('master=' + local_spark().sparkContext.master)\n"
+PROBE = "from kraftlake.jobs.materialize import local_spark\nprint('master=' + local_spark().sparkContext.master)\n"
 
 
 def _master_of(command: list[str], tmp_path: Path) -> str:

@@ -19,7 +19,7 @@ import traceback
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
-from kraftlake.cli import main
+from kraftlake.cli.main import main
 
 _LAST = re.compile(r"past the last published image \(offset (-?\d+)\)")
 PAST_THE_END = 1 << 40  # an offset no warehouse reaches: its refusal names the last published image

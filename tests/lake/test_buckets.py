@@ -12,12 +12,12 @@ import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
 
-from image_schema.tables import TABLES
-from kraftlake.cli import main
-from lake.pipeline import MetadataPipeline
-from lake.reader import WarehouseReader
-from lake.sink import DeltaSink
-from lake.warehouse import (
+from kraftlake.cli.main import main
+from kraftlake.image_schema.tables import TABLES
+from kraftlake.lake.pipeline import MetadataPipeline
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.sink import DeltaSink
+from kraftlake.lake.warehouse import (
     BUCKET,
     ROWS_PER_BUCKET,
     Warehouse,
@@ -26,8 +26,8 @@ from lake.warehouse import (
     buckets_for,
     buckets_of,
 )
-from records import make_batch
-from records import metadata_types as mt
+from kraftlake.records import make_batch
+from kraftlake.records import metadata_types as mt
 
 
 class Cluster:

@@ -14,12 +14,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import write_deltalake
 
-from lake.maintenance import MaintenancePolicy, compact_if_due, small_files
-from lake.pipeline import MetadataPipeline
-from lake.reader import WarehouseReader
-from lake.warehouse import BATCHES, BATCHES_SCHEMA, ROW_GROUP_ROWS, Warehouse, history_name, history_schema
-from records import RecordBatch, make_batch, wire
-from records import metadata_types as mt
+from kraftlake.lake.maintenance import MaintenancePolicy, compact_if_due, small_files
+from kraftlake.lake.pipeline import MetadataPipeline
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import BATCHES, BATCHES_SCHEMA, ROW_GROUP_ROWS, Warehouse, history_name, history_schema
+from kraftlake.records import RecordBatch, make_batch, wire
+from kraftlake.records import metadata_types as mt
 
 POLICY = MaintenancePolicy(compact_above_files=4)
 

@@ -22,12 +22,12 @@ import pyarrow.fs as pafs
 import pytest
 from pyspark.sql import SparkSession
 
-from image_schema.canonical import canonical_json
-from lake.maintenance import MaintenancePolicy, maintain
-from lake.pipeline import MetadataPipeline
-from lake.reader import WarehouseReader
-from lake.sink import DeltaSink
-from lake.warehouse import (
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.lake.maintenance import MaintenancePolicy, maintain
+from kraftlake.lake.pipeline import MetadataPipeline
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.sink import DeltaSink
+from kraftlake.lake.warehouse import (
     BATCHES,
     IMAGE_CHECKPOINTS,
     IMAGES,
@@ -37,9 +37,9 @@ from lake.warehouse import (
     history_name,
     image_checkpoint_table,
 )
-from records.files import LogReader
-from replay.log_replay import history_sources, replay_paths
-from settings.spark import spark_uri, use_store
+from kraftlake.records.files import LogReader
+from kraftlake.replay.log_replay import history_sources, replay_paths
+from kraftlake.settings.spark import spark_uri, use_store
 from tests.fixtures.s3 import S3Store
 from tests.lake.test_ingest import _history_offsets
 
@@ -55,7 +55,7 @@ EVERY_KIND = (
 
 
 def ingest_through(directory: Path, warehouse: Warehouse, last_offset: int | None, image_every: int) -> None:
-    """What `lake.ingest.ingest` does, stopping after `last_offset` (None: the whole log)."""
+    """What `kraftlake.lake.ingest.ingest` does, stopping after `last_offset` (None: the whole log)."""
     pipeline = MetadataPipeline(warehouse, policy=POLICY)
     reader, published = LogReader(), -1
     for source in history_sources(directory):

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from lake.ingest import ingest
-from lake.warehouse import Warehouse
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.warehouse import Warehouse
 from tests.lake.reader_loop import last_published
 from tests.lake.reader_loop import run as cli
 from tests.lake.warehouse_state import warehouse_contents
@@ -22,7 +22,7 @@ from tests.lake.warehouse_state import warehouse_contents
 SAMPLE = "Niloufar1171_LDI-POC"  # 4,929 offsets, about 0.8 MiB of warehouse at an image per 400
 IMAGE_EVERY = 400
 FREE_BYTES = 600 * 1024  # what the ballast leaves of the disk: the run stops after a few images
-KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli"]
+KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli.main"]
 
 
 @pytest.fixture

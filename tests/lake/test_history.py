@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from image_schema.json_text import buffer_of
-from image_schema.tables import TABLES
-from lake.errors import UnknownKeyError
-from lake.history import Version
-from lake.ingest import ingest
-from lake.reader import WarehouseReader
-from lake.warehouse import Warehouse
-from records import read_batches
-from replay.loader import BatchLoader
-from replay.log_replay import history_sources
+from kraftlake.image_schema.json_text import buffer_of
+from kraftlake.image_schema.tables import TABLES
+from kraftlake.lake.errors import UnknownKeyError
+from kraftlake.lake.history import Version
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
+from kraftlake.records import read_batches
+from kraftlake.replay.loader import BatchLoader
+from kraftlake.replay.log_replay import history_sources
 
 SAMPLE = "rjmfernandes_flink-on-prem/data"
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from image_schema.canonical import canonical_json
-from lake.errors import TimeTravelError
-from lake.ingest import ingest
-from lake.reader import WarehouseReader
-from lake.warehouse import Warehouse
-from replay.log_replay import replay_paths
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.lake.errors import TimeTravelError
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
+from kraftlake.replay.log_replay import replay_paths
 
 SAMPLE_DIRS = {
     "Niloufar1171_LDI-POC": "Niloufar1171_LDI-POC",
@@ -50,8 +50,8 @@ def _offsets_to_check(warehouse: Warehouse, seed: int) -> list[int]:
 
 
 def _history_offsets(warehouse: Warehouse) -> list[dict]:
-    from image_schema.tables import TABLES
-    from lake.warehouse import history_name
+    from kraftlake.image_schema.tables import TABLES
+    from kraftlake.lake.warehouse import history_name
 
     rows: list[dict] = []
     for name in TABLES:
@@ -99,7 +99,7 @@ def test_past_the_last_image_is_refused(ingested: dict[str, tuple[Path, Warehous
 def test_cli_image_json_equals_cli_replay_json(ingested: dict[str, tuple[Path, Warehouse]]) -> None:
     """Byte for byte, provenance included: both print the one canonical text."""
     directory, warehouse = ingested["rjmfernandes"]
-    kraftlake = [sys.executable, "-m", "kraftlake.cli"]
+    kraftlake = [sys.executable, "-m", "kraftlake.cli.main"]
     for offset in (3, 5, 7751, 17026):
         image = subprocess.run(
             [*kraftlake, "image", "--warehouse", warehouse.uri, "--at-offset", str(offset), "--json"],
@@ -119,7 +119,7 @@ def test_cli_image_table_rows_are_json_lines(ingested: dict[str, tuple[Path, War
     image = WarehouseReader(warehouse).image_at(17026)
     for name, table in image.tables.items():
         printed = subprocess.run(
-            [sys.executable, "-m", "kraftlake.cli", "image", "--warehouse", warehouse.uri, "--at-offset", "17026",
+            [sys.executable, "-m", "kraftlake.cli.main", "image", "--warehouse", warehouse.uri, "--at-offset", "17026",
              "--table", name], capture_output=True, text=True, check=True,
         ).stdout
         assert printed == "".join(json.dumps(row, sort_keys=True) + "\n" for row in table.to_pylist()), name

@@ -12,10 +12,10 @@ from pathlib import Path
 import crc32c
 import pytest
 
-from lake.ingest import ingest
-from lake.reader import WarehouseReader
-from lake.warehouse import Warehouse
-from records import scan_batches
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
+from kraftlake.records import scan_batches
 from tests.lake.warehouse_state import warehouse_contents
 
 SAMPLE = "Niloufar1171_LDI-POC"
@@ -34,7 +34,7 @@ def _batch_at(log: Path, index: int):
 
 
 def _run_ingest(directory: Path, warehouse: Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "kraftlake.cli", "ingest", str(directory), "--warehouse", str(warehouse)]
+    command = [sys.executable, "-m", "kraftlake.cli.main", "ingest", str(directory), "--warehouse", str(warehouse)]
     return subprocess.run([*command, "--image-every", "300"], capture_output=True, text=True)
 
 

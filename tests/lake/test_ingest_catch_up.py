@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from image_schema.canonical import canonical_json
-from lake import ingest as ingest_module
-from lake.ingest import ingest
-from lake.pipeline import CATCH_UP_LAG_MS, MetadataPipeline
-from lake.reader import WarehouseReader
-from lake.warehouse import Warehouse
-from records import make_batch
-from records import metadata_types as mt
-from records.files import read_batches
-from replay.log_replay import replay_paths
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.lake import ingest as ingest_module
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.pipeline import CATCH_UP_LAG_MS, MetadataPipeline
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
+from kraftlake.records import make_batch
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.files import read_batches
+from kraftlake.replay.log_replay import replay_paths
 from tests.replay.builders import topic_id_of
 
 SAMPLE = "rjmfernandes_flink-on-prem/data"  # 17k offsets appended in 2024: a backlog today
@@ -63,7 +63,7 @@ def test_cli_json_of_a_caught_up_warehouse_equals_replay_byte_for_byte(caught_up
     directory, warehouse = caught_up
     images = [image.offset for image in WarehouseReader(warehouse).images()]
     for offset in (images[0] + 1, (images[0] + images[-1]) // 2, images[-1]):
-        cli = [sys.executable, "-m", "kraftlake.cli"]
+        cli = [sys.executable, "-m", "kraftlake.cli.main"]
         image = subprocess.run([*cli, "image", "--warehouse", warehouse.uri, "--at-offset", str(offset), "--json"],
                                capture_output=True, check=True).stdout
         replayed = subprocess.run([*cli, "replay", str(directory), "--to-offset", str(offset), "--json"],

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from lake.ingest import ingest
-from lake.warehouse import Warehouse
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.warehouse import Warehouse
 from tests.lake.warehouse_state import warehouse_contents
 
 SAMPLE = "Niloufar1171_LDI-POC"
@@ -22,7 +22,7 @@ IMAGE_EVERY = "400"
 
 
 def _ingest_command(directory: Path, warehouse: Path) -> list[str]:
-    module = [sys.executable, "-m", "jobs.ingest"]
+    module = [sys.executable, "-m", "kraftlake.jobs.ingest"]
     return [*module, str(directory), "--warehouse", str(warehouse), "--image-every", IMAGE_EVERY]
 
 

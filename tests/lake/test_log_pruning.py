@@ -12,15 +12,15 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from deltalake import DeltaTable, write_deltalake
 
-from image_schema.canonical import canonical_json
-from lake.maintenance import KEEP_LOG_VERSIONS, prune_log
-from lake.pipeline import MetadataPipeline
-from lake.reader import WarehouseReader
-from lake.warehouse import TABLE_PROPERTIES, Warehouse, all_tables
-from records import RecordBatch, make_batch, wire
-from records import metadata_types as mt
-from replay.image import MetadataImage
-from replay.loader import BatchLoader
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.lake.maintenance import KEEP_LOG_VERSIONS, prune_log
+from kraftlake.lake.pipeline import MetadataPipeline
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import TABLE_PROPERTIES, Warehouse, all_tables
+from kraftlake.records import RecordBatch, make_batch, wire
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.image import MetadataImage
+from kraftlake.replay.loader import BatchLoader
 from tests.fixtures.s3 import S3Store
 
 INTERVAL = int(TABLE_PROPERTIES["delta.checkpointInterval"])

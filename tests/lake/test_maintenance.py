@@ -16,17 +16,17 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from image_schema.canonical import canonical_json
-from lake.ingest import ingest
-from lake.maintenance import MaintenancePolicy, maintain
-from lake.reader import WarehouseReader
-from lake.warehouse import IMAGE_CHECKPOINTS, Warehouse, all_tables
-from replay.log_replay import replay_paths
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.maintenance import MaintenancePolicy, maintain
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import IMAGE_CHECKPOINTS, Warehouse, all_tables
+from kraftlake.replay.log_replay import replay_paths
 from tests.lake.test_ingest import SAMPLE_DIRS, _offsets_to_check
 
 # Small numbers, so the samples get image checkpoints and compactions: the paths the long run takes.
 POLICY = MaintenancePolicy(checkpoint_min_rows=10, compact_above_files=3)
-KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli"]
+KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli.main"]
 
 
 def _ingested(directory: Path, root: Path) -> Warehouse:

@@ -8,16 +8,16 @@ import sys
 import uuid
 from pathlib import Path
 
-from image_schema.canonical import canonical_json
-from lake.ingest import ingest
-from lake.maintenance import MaintenancePolicy
-from lake.reader import WarehouseReader
-from lake.warehouse import Warehouse
-from replay.log_replay import replay_paths
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.maintenance import MaintenancePolicy
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
+from kraftlake.replay.log_replay import replay_paths
 from tests.fixtures.s3 import S3Store
 
 SAMPLE = "Niloufar1171_LDI-POC"
-KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli"]
+KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli.main"]
 SMALL_POLICY = MaintenancePolicy(checkpoint_min_rows=10, compact_above_files=3)
 
 

@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from lake.ingest import ingest
-from lake.maintainer import Maintainer
-from lake.maintenance import MaintenancePolicy
-from lake.warehouse import IMAGE_CHECKPOINTS, Warehouse
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.maintainer import Maintainer
+from kraftlake.lake.maintenance import MaintenancePolicy
+from kraftlake.lake.warehouse import IMAGE_CHECKPOINTS, Warehouse
 from tests.lake.reader_loop import run as cli
 from tests.lake.test_ingest import SAMPLE_DIRS
 
 SAMPLE = "rjmfernandes"
-KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli"]
+KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli.main"]
 # Every maintenance step of the sink, many times over one sample: an image checkpoint every 10 history
 # rows, a compaction at 3 small files, a sweep every 4 images, a log prune every 3 commits keeping 4
 # versions, and 2 rows a bucket, so `partitions` is re-bucketed as the cluster grows.

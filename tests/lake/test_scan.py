@@ -13,10 +13,10 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from lake.handles import OPEN_TABLES
-from lake.scan import AnyOf, Where, matching_files, scan
-from lake.sink import DeltaSink
-from lake.warehouse import BATCHES, BATCHES_SCHEMA, Warehouse
+from kraftlake.lake.handles import OPEN_TABLES
+from kraftlake.lake.scan import AnyOf, Where, matching_files, scan
+from kraftlake.lake.sink import DeltaSink
+from kraftlake.lake.warehouse import BATCHES, BATCHES_SCHEMA, Warehouse
 
 
 def _batches(offsets: range) -> pa.Table:

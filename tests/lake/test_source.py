@@ -8,16 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lake.ingest import ingest
-from lake.source import SOURCE
-from lake.warehouse import Warehouse, all_tables
-from records.files import read_batches
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.source import SOURCE
+from kraftlake.lake.warehouse import Warehouse, all_tables
+from kraftlake.records.files import read_batches
 from tests.lake.warehouse_state import warehouse_contents
 
 FIRST = "Niloufar1171_LDI-POC"  # cluster q1w2e3r4t5y6u7i8o9p0, offsets 0..4928
 OTHER = "Jeong-Rae_KafkaDemo/kraft-combined-logs"  # cluster hSCzevIQRUa-ojqTd_8C5w, offsets 0..3071
 PARTITION = "__cluster_metadata-0"
-KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli"]
+KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli.main"]
 
 
 def _ingest_cli(directory: Path, warehouse: Warehouse) -> subprocess.CompletedProcess[str]:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from lake.errors import TimeTravelError
-from lake.ingest import ingest
-from lake.reader import WarehouseReader
-from lake.warehouse import Warehouse
-from replay.log_replay import replay_paths
+from kraftlake.lake.errors import TimeTravelError
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
+from kraftlake.replay.log_replay import replay_paths
 
 SAMPLE = "rjmfernandes_flink-on-prem/data"
 

@@ -1,4 +1,4 @@
-"""One writer at a time (`lake.sink`): two ingests started at once as real processes, and a writer stopped
+"""One writer at a time (`kraftlake.lake.sink`): two ingests started at once as real processes, and a writer stopped
 mid-run (SIGSTOP) while another takes over, then resumed: the older writer is fenced with one line naming the
 warehouse, and the tables equal one uninterrupted run's, every image offset published once. On a disk and on
 S3 (SeaweedFS, delta-rs conditional puts)."""
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from lake.ingest import ingest
-from lake.warehouse import IMAGES, Warehouse
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.warehouse import IMAGES, Warehouse
 from tests.fixtures.s3 import S3Store
 from tests.lake.warehouse_state import warehouse_contents
 
@@ -26,7 +26,7 @@ FENCED = "another writer (writer epoch 2) took it over"
 
 
 def _start(directory: Path, warehouse: Warehouse) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "jobs.ingest", str(directory), "--warehouse", warehouse.uri,
+    command = [sys.executable, "-m", "kraftlake.jobs.ingest", str(directory), "--warehouse", warehouse.uri,
                "--image-every", str(IMAGE_EVERY)]
     env = {**os.environ, **warehouse.storage_options}  # delta-rs reads the AWS_* options from the environment
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lake.source import SOURCE
-from lake.warehouse import BATCHES, IMAGES, Warehouse, all_tables
+from kraftlake.lake.source import SOURCE
+from kraftlake.lake.warehouse import BATCHES, IMAGES, Warehouse, all_tables
 
 
 def _sorted_rows(warehouse: Warehouse, name: str, drop: tuple[str, ...] = ()) -> list[str]:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from raft.core import BugFlags, RaftConfig, RaftNode
-from raft.election_state import ElectionState, MemoryElectionStore
-from raft.log import LogEntry, RaftLog, SimulatedDisk
-from raft.messages import Envelope
-from raft.simulation import InvariantChecker
-from records import encode_batch, make_batch
-from records.metadata_types import NoOpRecord
+from kraftlake.raft.core import BugFlags, RaftConfig, RaftNode
+from kraftlake.raft.election_state import ElectionState, MemoryElectionStore
+from kraftlake.raft.log import LogEntry, RaftLog, SimulatedDisk
+from kraftlake.raft.messages import Envelope
+from kraftlake.raft.simulation import InvariantChecker
+from kraftlake.records import encode_batch, make_batch
+from kraftlake.records.metadata_types import NoOpRecord
 
 VOTERS = (1, 2, 3)
 OBSERVER = 4  # started only by the scenarios that want an observer

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from raft.client import LazyBatches, RaftClient, SnapshotReader
-from raft.core import NotLeaderError, RaftConfig
-from raft.messages import Envelope
-from records import RecordBatch, decode_batch, encode_batch, make_batch
-from records import metadata_types as mt
-from records.metadata_types import NoOpRecord
+from kraftlake.raft.client import LazyBatches, RaftClient, SnapshotReader
+from kraftlake.raft.core import NotLeaderError, RaftConfig
+from kraftlake.raft.messages import Envelope
+from kraftlake.records import RecordBatch, decode_batch, encode_batch, make_batch
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.metadata_types import NoOpRecord
 
 
 class RecordingListener:

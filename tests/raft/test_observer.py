@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from raft.config import load_config
-from raft.core import BugFlags, RaftNode
-from raft.messages import VoteRequest
-from raft.roles import Leader, Role
-from raft.simulation import Simulation
-from records.metadata_types import NoOpRecord
-from settings import SettingsError
+from kraftlake.raft.config import load_config
+from kraftlake.raft.core import BugFlags, RaftNode
+from kraftlake.raft.messages import VoteRequest
+from kraftlake.raft.roles import Leader, Role
+from kraftlake.raft.simulation import Simulation
+from kraftlake.records.metadata_types import NoOpRecord
+from kraftlake.settings import SettingsError
 from tests.raft.scripted import OBSERVER, VOTERS, ScriptedCluster
 
 

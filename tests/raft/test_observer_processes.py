@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from raft.log import LOG_DIR_NAME
-from raft.server import AppendSession, print_describe
-from raft.transport import request
-from records import MetadataLogDir
+from kraftlake.raft.log import LOG_DIR_NAME
+from kraftlake.raft.server import AppendSession, print_describe
+from kraftlake.raft.transport import request
+from kraftlake.records import MetadataLogDir
 from tests.harness.processes import QuorumProcesses
 
 pytestmark = pytest.mark.integration

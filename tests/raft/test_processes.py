@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.cli import main
-from raft.log import LOG_DIR_NAME
-from raft.server import AppendSession
-from records import MetadataLogDir
+from kraftlake.cli.main import main
+from kraftlake.raft.log import LOG_DIR_NAME
+from kraftlake.raft.server import AppendSession
+from kraftlake.records import MetadataLogDir
 from tests.harness.processes import QuorumProcesses
 
 pytestmark = pytest.mark.integration

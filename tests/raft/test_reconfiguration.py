@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from raft.core import BugFlags, RaftConfig, RaftNode, VoterChangeError
-from raft.roles import Leader, Role
-from raft.simulation import InvariantChecker
-from raft.snapshots import encode_snapshot
-from raft.voters import Endpoint, VoterKey, VoterSet, control_records_of, default_directory_id
-from records import decode_batches
-from records.control_types import KRaftVersionRecord, SnapshotHeaderRecord, VotersRecord
-from records.metadata_types import NoOpRecord
+from kraftlake.raft.core import BugFlags, RaftConfig, RaftNode, VoterChangeError
+from kraftlake.raft.roles import Leader, Role
+from kraftlake.raft.simulation import InvariantChecker
+from kraftlake.raft.snapshots import encode_snapshot
+from kraftlake.raft.voters import Endpoint, VoterKey, VoterSet, control_records_of, default_directory_id
+from kraftlake.records import decode_batches
+from kraftlake.records.control_types import KRaftVersionRecord, SnapshotHeaderRecord, VotersRecord
+from kraftlake.records.metadata_types import NoOpRecord
 from tests.raft.scripted import ADDRESSES, OBSERVER, VOTERS, ScriptedCluster
 
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from kraftlake.cli import main
-from raft.server import AppendSession
-from raft.voters import default_directory_id
+from kraftlake.cli.main import main
+from kraftlake.raft.server import AppendSession
+from kraftlake.raft.voters import default_directory_id
 from tests.harness.processes import QuorumProcesses
 from tests.raft.test_processes import _append_until, _node_batches
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from kraftlake.cli import main
-from raft.core import BugFlags
-from raft.election_state import ElectionState
-from raft.roles import Role
-from raft.simulation import Simulation
+from kraftlake.cli.main import main
+from kraftlake.raft.core import BugFlags
+from kraftlake.raft.election_state import ElectionState
+from kraftlake.raft.roles import Role
+from kraftlake.raft.simulation import Simulation
 from tests.raft.scripted import ScriptedCluster, batch
 
 SEEDS = range(300)

@@ -7,15 +7,15 @@ import json
 import random
 from pathlib import Path
 
-from raft.core import RaftConfig, RaftNode
-from raft.election_state import ElectionState, FileElectionStore
-from raft.log import LOG_DIR_NAME, RaftLog, SegmentStorage
-from raft.messages import SnapshotRef
-from raft.roles import Role
-from raft.snapshots import encode_snapshot, snapshot_data_batches
-from records import metadata_types as mt
-from records import read_batches
-from records.metadata_types import NoOpRecord
+from kraftlake.raft.core import RaftConfig, RaftNode
+from kraftlake.raft.election_state import ElectionState, FileElectionStore
+from kraftlake.raft.log import LOG_DIR_NAME, RaftLog, SegmentStorage
+from kraftlake.raft.messages import SnapshotRef
+from kraftlake.raft.roles import Role
+from kraftlake.raft.snapshots import encode_snapshot, snapshot_data_batches
+from kraftlake.records import metadata_types as mt
+from kraftlake.records import read_batches
+from kraftlake.records.metadata_types import NoOpRecord
 from tests.raft.scripted import batch
 
 

@@ -2,7 +2,7 @@
 
 The figures are copied from the README's tables (written by an independent decoder), not computed here.
 `types` counts metadata records only: the README leaves control records (LeaderChange, SnapshotHeader/Footer)
-out of its per-type counts, and `records` includes them.
+out of its per-type counts, and `kraftlake.records` includes them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from functools import cache
 from itertools import islice
 from pathlib import Path
 
-from records.batch import RecordBatch, decode_batches, scan_batches
+from kraftlake.records.batch import RecordBatch, decode_batches, scan_batches
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from records import control_types, metadata_types, wire
-from records.schema import Array, Field, Primitive, StructSchema
+from kraftlake.records import control_types, metadata_types, wire
+from kraftlake.records.schema import Array, Field, Primitive, StructSchema
 
 _INTS = {
     "int8": st.integers(-(2**7), 2**7 - 1),

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from records import framing, wire
-from records import metadata_types as mt
-from records.batch import RecordBatch, decode_batch, encode_batch, make_batch
-from records.errors import CorruptBatchError
+from kraftlake.records import framing, wire
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.batch import RecordBatch, decode_batch, encode_batch, make_batch
+from kraftlake.records.errors import CorruptBatchError
 from tests.records import strategies
 from tests.records.test_errors import batch
 

@@ -9,10 +9,10 @@ import cramjam
 import crc32c
 import pytest
 
-from records import compression
-from records import metadata_types as mt
-from records.batch import _CRC_START, HEADER_SIZE, RecordBatch, decode_batch, encode_batch, make_batch
-from records.errors import CompressionError
+from kraftlake.records import compression
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.batch import _CRC_START, HEADER_SIZE, RecordBatch, decode_batch, encode_batch, make_batch
+from kraftlake.records.errors import CompressionError
 
 SNAPPY_CLAIM_4_GIB = bytes([0xFF, 0xFF, 0xFF, 0xFF, 0x0F]) + b"\x00"  # preamble uvarint 2^32-1, one literal tag
 

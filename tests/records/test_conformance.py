@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from records import control_types, metadata_types
-from records.batch import decode_batch, encode_batch, read_header, scan_batches
-from records.files import MetadataLogDir, read_batches, snapshot_id
+from kraftlake.records import control_types, metadata_types
+from kraftlake.records.batch import decode_batch, encode_batch, read_header, scan_batches
+from kraftlake.records.files import MetadataLogDir, read_batches, snapshot_id
 from tests.records.samples import LOG_SAMPLES, SAMPLES, Sample, sample_batches, sample_bytes
 
 IDS = [s.path for s in SAMPLES]

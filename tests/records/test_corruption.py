@@ -19,11 +19,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from records import compression
-from records import metadata_types as mt
-from records.batch import RecordBatch, decode_batch, decode_batches, encode_batch, make_batch
-from records.errors import CompressionError, CorruptBatchError, RecordFormatError
-from records.files import read_batches
+from kraftlake.records import compression
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.batch import RecordBatch, decode_batch, decode_batches, encode_batch, make_batch
+from kraftlake.records.errors import CompressionError, CorruptBatchError, RecordFormatError
+from kraftlake.records.files import read_batches
 from tests.records.samples import sample_batches, sample_bytes
 
 SMALL = "Niloufar1171_LDI-POC/bootstrap.checkpoint"

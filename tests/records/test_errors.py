@@ -8,10 +8,10 @@ import struct
 import crc32c
 import pytest
 
-from records import framing, wire
-from records import metadata_types as mt
-from records.batch import decode_batch, decode_batches
-from records.errors import (
+from kraftlake.records import framing, wire
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.batch import decode_batch, decode_batches
+from kraftlake.records.errors import (
     CompressionError,
     CorruptBatchError,
     RecordFormatError,

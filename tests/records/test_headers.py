@@ -1,7 +1,7 @@
 """Every bit of a batch header, flipped in real Kafka files, gives a located error or the same batches.
 
 The CRC leaves baseOffset and partitionLeaderEpoch uncovered (test_corruption shows the raw decoder
-accepts flips there); the readers of `records.files` check them against the batch before, the file name and
+accepts flips there); the readers of `kraftlake.records.files` check them against the batch before, the file name and
 leader-epoch-checkpoint. Each case reads a window of a real file: a few consecutive batches, saved as a
 segment named after its first offset (or a whole small snapshot), next to the directory's real
 leader-epoch-checkpoint, so every one of the 488 flips of a header is read quickly.
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from records import RecordBatch
-from records.batch import HEADER_SIZE, encode_batch, make_batch
-from records.control_types import LeaderChangeMessage
-from records.errors import RecordFormatError
-from records.files import LogReader, MetadataLogDir, SnapshotId, read_snapshot
-from records.headers import LEADER_EPOCH_CHECKPOINT, HeaderCheckError, read_leader_epochs
+from kraftlake.records import RecordBatch
+from kraftlake.records.batch import HEADER_SIZE, encode_batch, make_batch
+from kraftlake.records.control_types import LeaderChangeMessage
+from kraftlake.records.errors import RecordFormatError
+from kraftlake.records.files import LogReader, MetadataLogDir, SnapshotId, read_snapshot
+from kraftlake.records.headers import LEADER_EPOCH_CHECKPOINT, HeaderCheckError, read_leader_epochs
 from tests.records.samples import sample_batches, sample_bytes
 
 NILOUFAR = "Niloufar1171_LDI-POC/__cluster_metadata-0/00000000000000000000.log"

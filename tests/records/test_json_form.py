@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from records import control_types, framing
-from records import metadata_types as mt
-from records.json_form import REDACTED, is_sensitive_config, message_from_json, message_to_json
+from kraftlake.records import control_types, framing
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.json_form import REDACTED, is_sensitive_config, message_from_json, message_to_json
 
 BY_TYPE_NAME = {schema.cls.TYPE_NAME: schema.cls for schema in mt.SCHEMAS}
 PAYLOAD = re.compile(r"(?:valueSize: (\d+) .*)?payload: (\{.*\})\s*$")

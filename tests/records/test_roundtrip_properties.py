@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from records import compression, framing, wire
-from records import metadata_types as mt
-from records.batch import decode_batch, decode_batches, encode_batch, make_batch
-from records.json_form import message_from_json, message_to_json
-from records.schema import StructSchema
+from kraftlake.records import compression, framing, wire
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.batch import decode_batch, decode_batches, encode_batch, make_batch
+from kraftlake.records.json_form import message_from_json, message_to_json
+from kraftlake.records.schema import StructSchema
 from tests.records import strategies
 
 SETTINGS = settings(max_examples=60, deadline=None)

@@ -1,14 +1,14 @@
-"""The generated RPC codecs (`records.rpc`): every restated version round-trips, tagged fields and nulls
+"""The generated RPC codecs (`kraftlake.records.rpc`): every restated version round-trips, tagged fields and nulls
 included, and a response that does not parse names the endpoint and the API."""
 
 from __future__ import annotations
 
 import pytest
 
-from records import rpc
-from records.errors import RecordFormatError
-from records.rpc_frames import decode_response, encode_request, response_header_version
-from records.schema import StructSchema
+from kraftlake.records import rpc
+from kraftlake.records.errors import RecordFormatError
+from kraftlake.records.rpc_frames import decode_response, encode_request, response_header_version
+from kraftlake.records.schema import StructSchema
 
 TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
 DIRECTORY = "b3Bfb2JzZXJ2ZXJfZGlyAA"

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from records import control_types, metadata_types, rpc
-from records.schema import BYTES, LEGACY_STRING, Array, Field, Primitive, StructSchema
-from settings.jars import jars_root
+from kraftlake.records import control_types, metadata_types, rpc
+from kraftlake.records.schema import BYTES, LEGACY_STRING, Array, Field, Primitive, StructSchema
+from kraftlake.settings.jars import jars_root
 
 KAFKA_VERSION = "4.4.0"
 _COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)

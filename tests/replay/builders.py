@@ -10,13 +10,19 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from records import RecordBatch, make_batch
-from records import metadata_types as mt
-from records.control_types import KRaftVersionFeature, KRaftVersionRecord, VoterEndpoint, VotersRecord, VotersVoter
-from records.wire import uuid_to_text
-from replay.delta import MetadataDelta
-from replay.image import EMPTY_IMAGE, MetadataImage, Provenance
-from replay.loader import Manifest
+from kraftlake.records import RecordBatch, make_batch
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.control_types import (
+    KRaftVersionFeature,
+    KRaftVersionRecord,
+    VoterEndpoint,
+    VotersRecord,
+    VotersVoter,
+)
+from kraftlake.records.wire import uuid_to_text
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.image import EMPTY_IMAGE, MetadataImage, Provenance
+from kraftlake.replay.loader import Manifest
 
 
 def uuid(n: int) -> str:

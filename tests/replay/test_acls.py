@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from records import metadata_types as mt
-from replay.acls import StandardAcl
-from replay.delta import MetadataDelta
-from replay.errors import ReplayError
-from replay.image import Provenance
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.acls import StandardAcl
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.image import Provenance
 from tests.replay.builders import apply_records, uuid
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.cli import main
-from records import encode_batch, make_batch
-from records.control_types import LeaderChangeMessage
+from kraftlake.cli.main import main
+from kraftlake.records import encode_batch, make_batch
+from kraftlake.records.control_types import LeaderChangeMessage
 from tests.records.samples import header_flipped_copies
 from tests.replay.builders import MV, B, E, N, P, T
 
@@ -36,7 +36,7 @@ def test_log_to_o_minus_1_equals_the_snapshot_as_separate_processes(samples_dir:
     directory = samples_dir / RJM
 
     def replay(*args: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "kraftlake.cli", "replay", *args, "--json"],
+        done = subprocess.run([sys.executable, "-m", "kraftlake.cli.main", "replay", *args, "--json"],
                               capture_output=True, text=True, check=True, timeout=300)
         return done.stdout
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from records import metadata_types as mt
-from replay.delta import MetadataDelta
-from replay.image import MetadataImage, Provenance
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.image import MetadataImage, Provenance
 from tests.replay.builders import apply_records
 
 

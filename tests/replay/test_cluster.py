@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from records import metadata_types as mt
-from replay.cluster import BrokerRegistration, Endpoint, FeatureRange
-from replay.delta import MetadataDelta
-from replay.errors import ReplayError
-from replay.image import MetadataImage, Provenance
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.cluster import BrokerRegistration, Endpoint, FeatureRange
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.image import MetadataImage, Provenance
 from tests.replay.builders import apply_records, uuid
 
 

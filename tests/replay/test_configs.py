@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from records import metadata_types as mt
-from replay.configs import BROKER, TOPIC, ConfigResource
-from replay.delta import MetadataDelta
-from replay.image import MetadataImage, Provenance
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.configs import BROKER, TOPIC, ConfigResource
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.image import MetadataImage, Provenance
 from tests.replay.builders import P, T, apply_records, remove
 
 

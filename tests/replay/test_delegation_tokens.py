@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from records import metadata_types as mt
-from replay.delegation_tokens import DelegationToken
-from replay.delta import MetadataDelta
-from replay.image import Provenance
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.delegation_tokens import DelegationToken
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.image import Provenance
 from tests.replay.builders import apply_records
 
 

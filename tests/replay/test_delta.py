@@ -7,12 +7,12 @@ from typing import get_type_hints
 
 import pytest
 
-from records import metadata_types as mt
-from records.control_types import LeaderChangeMessage
-from replay import delta as replay_delta
-from replay.delta import MetadataDelta
-from replay.errors import ReplayError
-from replay.image import EMPTY_IMAGE, SUB_IMAGES, MetadataImage, Provenance
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.control_types import LeaderChangeMessage
+from kraftlake.replay import delta as replay_delta
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.image import EMPTY_IMAGE, SUB_IMAGES, MetadataImage, Provenance
 from tests.replay.builders import MV, A, B, E, N, T, apply_records, rich_records
 
 

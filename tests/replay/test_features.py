@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from records import metadata_types as mt
-from replay.delta import MetadataDelta
-from replay.errors import ReplayError
-from replay.image import Provenance
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.image import Provenance
 from tests.replay.builders import MV, apply_records
 
 

@@ -22,15 +22,15 @@ from pathlib import Path
 
 import pytest
 
-from jobs.kafka_topic import TopicMessage
-from jobs.materialize import MaterializeConfig, run
-from kraftlake.cli import main
-from lake.reader import WarehouseReader
-from lake.warehouse import Warehouse
-from records.batch import read_header
-from records.errors import CorruptBatchError
-from records.topic import decode_key, snapshot_of
-from replay.image import EMPTY_IMAGE, MetadataImage
+from kraftlake.cli.main import main
+from kraftlake.jobs.kafka_topic import TopicMessage
+from kraftlake.jobs.materialize import MaterializeConfig, run
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
+from kraftlake.records.batch import read_header
+from kraftlake.records.errors import CorruptBatchError
+from kraftlake.records.topic import decode_key, snapshot_of
+from kraftlake.replay.image import EMPTY_IMAGE, MetadataImage
 from tests.fixtures.broker import create_topic
 from tests.fixtures.kafka_cluster import OperatorScenario
 from tests.harness.followers import log_start

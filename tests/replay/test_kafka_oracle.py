@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from lake.ingest import ingest
-from lake.reader import WarehouseReader
-from lake.warehouse import Warehouse
-from records import metadata_types as mt
-from records.batch import encode_batch, make_batch
-from records.control_types import KRaftVersionRecord, VotersRecord
-from replay.topics import UNASSIGNED_DIRECTORY as UNASSIGNED
-from settings.jars import jar_dir
+from kraftlake.lake.ingest import ingest
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.batch import encode_batch, make_batch
+from kraftlake.records.control_types import KRaftVersionRecord, VotersRecord
+from kraftlake.replay.topics import UNASSIGNED_DIRECTORY as UNASSIGNED
+from kraftlake.settings.jars import jar_dir
 from tests.harness.kafka_oracle import (
     ABORTED_THEN_MORE,
     KRAFT_VERSION_0,

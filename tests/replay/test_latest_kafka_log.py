@@ -19,11 +19,11 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from kraftlake.cli import main
-from kraftlake.kafka_node import KafkaNode, kafka_uuid
-from records import metadata_types as mt
-from records.files import MetadataLogDir
-from replay.log_replay import replay_paths
+from kraftlake.cli.kafka_node import KafkaNode, kafka_uuid
+from kraftlake.cli.main import main
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.files import MetadataLogDir
+from kraftlake.replay.log_replay import replay_paths
 from tests.harness.kafka_oracle import assert_matches_kafka
 
 SCRATCH = "/dev/shm" if Path("/dev/shm").is_dir() else None

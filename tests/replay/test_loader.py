@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from records import RecordBatch, SnapshotId
-from records.control_types import KRaftVersionRecord, LeaderChangeMessage, SnapshotHeaderRecord
-from replay.errors import ReplayError
-from replay.image import EMPTY_IMAGE, MetadataImage, Provenance
-from replay.loader import BatchLoader, TransactionState
+from kraftlake.records import RecordBatch, SnapshotId
+from kraftlake.records.control_types import KRaftVersionRecord, LeaderChangeMessage, SnapshotHeaderRecord
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.image import EMPTY_IMAGE, MetadataImage, Provenance
+from kraftlake.replay.loader import BatchLoader, TransactionState
 from tests.replay.builders import MV, A, B, E, N, P, Recorder, T, change, control, data, remove, topic_id_of
 
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from image_schema.canonical import canonical_json
-from records import RecordBatch, SnapshotId, encode_batch, make_batch
-from records.control_types import LeaderChangeMessage
-from replay.errors import ReplayError
-from replay.image import Provenance
-from replay.loader import BatchLoader, TransactionState
-from replay.log_replay import Source, cut_batches, replay_paths, replay_sources, resolve_sources
-from replay.writer import snapshot_batches
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.records import RecordBatch, SnapshotId, encode_batch, make_batch
+from kraftlake.records.control_types import LeaderChangeMessage
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.image import Provenance
+from kraftlake.replay.loader import BatchLoader, TransactionState
+from kraftlake.replay.log_replay import Source, cut_batches, replay_paths, replay_sources, resolve_sources
+from kraftlake.replay.writer import snapshot_batches
 from tests.replay.builders import MV, B, E, N, P, T, apply_records
 
 LEADER = LeaderChangeMessage(version=0, leader_id=1)

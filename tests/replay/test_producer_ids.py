@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from records import metadata_types as mt
-from replay.delta import MetadataDelta
-from replay.image import Provenance
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.image import Provenance
 from tests.replay.builders import MV, apply_records
 
 

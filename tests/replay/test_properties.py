@@ -19,15 +19,15 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from image_schema.canonical import canonical_json
-from records import RecordBatch, encode_batch, make_batch
-from records import metadata_types as mt
-from records.control_types import LeaderChangeMessage
-from replay.image import MetadataImage
-from replay.loader import BatchLoader
-from replay.log_replay import cut_batches, replay_paths
-from replay.topics import MIGRATING_DIRECTORY
-from replay.writer import image_records
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.records import RecordBatch, encode_batch, make_batch
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.control_types import LeaderChangeMessage
+from kraftlake.replay.image import MetadataImage
+from kraftlake.replay.loader import BatchLoader
+from kraftlake.replay.log_replay import cut_batches, replay_paths
+from kraftlake.replay.topics import MIGRATING_DIRECTORY
+from kraftlake.replay.writer import image_records
 from tests.replay.builders import apply_records, uuid
 
 SETTINGS = settings(max_examples=60, deadline=None)

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from image_schema.canonical import canonical_json
-from records import RecordBatch, read_batches, read_snapshot, snapshot_id
-from records import metadata_types as mt
-from replay.delta import QUORUM_CONTROL_TYPES
-from replay.image import EMPTY_IMAGE, MetadataImage
-from replay.loader import BatchLoader
-from replay.log_replay import cut_batches, replay_paths
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.records import RecordBatch, read_batches, read_snapshot, snapshot_id
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.delta import QUORUM_CONTROL_TYPES
+from kraftlake.replay.image import EMPTY_IMAGE, MetadataImage
+from kraftlake.replay.loader import BatchLoader
+from kraftlake.replay.log_replay import cut_batches, replay_paths
 from tests.replay.builders import Recorder
 
 LOGS = (

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from records import metadata_types as mt
-from replay.delta import MetadataDelta
-from replay.image import Provenance
-from replay.scram import ScramCredential, ScramKey
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.image import Provenance
+from kraftlake.replay.scram import ScramCredential, ScramKey
 from tests.replay.builders import apply_records
 
 

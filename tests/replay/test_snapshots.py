@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from image_schema.canonical import canonical_json
-from records import RecordBatch, SnapshotId, encode_batch
-from records import metadata_types as mt
-from records.control_types import SnapshotFooterRecord, SnapshotHeaderRecord
-from replay.errors import ReplayError
-from replay.image import MetadataImage, Provenance
-from replay.loader import BatchLoader, TransactionState
-from replay.log_replay import replay_paths
-from replay.writer import snapshot_batches
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.records import RecordBatch, SnapshotId, encode_batch
+from kraftlake.records import metadata_types as mt
+from kraftlake.records.control_types import SnapshotFooterRecord, SnapshotHeaderRecord
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.image import MetadataImage, Provenance
+from kraftlake.replay.loader import BatchLoader, TransactionState
+from kraftlake.replay.log_replay import replay_paths
+from kraftlake.replay.writer import snapshot_batches
 from tests.replay.builders import MV, B, E, Recorder, T, apply_records, control, data, rich_records
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from records import metadata_types as mt
-from replay.delta import MetadataDelta
-from replay.errors import ReplayError
-from replay.image import EMPTY_IMAGE, MetadataImage, Provenance
-from replay.topics import (
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.delta import MetadataDelta
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.image import EMPTY_IMAGE, MetadataImage, Provenance
+from kraftlake.replay.topics import (
     MIGRATING_DIRECTORY,
     PartitionRegistration,
     TopicsDelta,

@@ -4,14 +4,14 @@ row versions at exactly their offset."""
 
 from __future__ import annotations
 
-from image_schema.changes import ChangeRecorder, RowVersion
-from image_schema.tables import TABLES
-from records import SnapshotId
-from records.snapshot_file import snapshot_batches as file_batches
-from replay.canonical import canonical_sections
-from replay.loader import BatchLoader
-from replay.voters import QuorumVoter, VoterEndpoint
-from replay.writer import image_records, snapshot_batches
+from kraftlake.image_schema.changes import ChangeRecorder, RowVersion
+from kraftlake.image_schema.tables import TABLES
+from kraftlake.records import SnapshotId
+from kraftlake.records.snapshot_file import snapshot_batches as file_batches
+from kraftlake.replay.canonical import canonical_sections
+from kraftlake.replay.loader import BatchLoader
+from kraftlake.replay.voters import QuorumVoter, VoterEndpoint
+from kraftlake.replay.writer import image_records, snapshot_batches
 from tests.replay.builders import KV, MV, VOTERS, A, B, E, N, Recorder, T, control, data, uuid
 
 

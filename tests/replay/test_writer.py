@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from image_schema.canonical import canonical_json
-from records import decode_batch, encode_batch, make_batch
-from records import metadata_types as mt
-from replay.features import FeaturesImage
-from replay.image import EMPTY_IMAGE, MetadataImage
-from replay.writer import image_records, quorum_records
+from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.records import decode_batch, encode_batch, make_batch
+from kraftlake.records import metadata_types as mt
+from kraftlake.replay.features import FeaturesImage
+from kraftlake.replay.image import EMPTY_IMAGE, MetadataImage
+from kraftlake.replay.writer import image_records, quorum_records
 from tests.replay.builders import MV, P, T, apply_records, change, rich_records, uuid
 from tests.replay.test_topics import image1
 

@@ -1,4 +1,4 @@
-"""Every configuration file read through `settings`: the shipped files load as written, and a bad file is
+"""Every configuration file read through `kraftlake.settings`: the shipped files load as written, and a bad file is
 refused with its path and the dotted key named (by the library, and as exit code 2 by the CLI)."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.config import controller_config
-from kraftlake.cli import main
-from raft.config import load_config
-from settings import SettingsError, load_controller_file, load_kraftlake
+from kraftlake.cli.main import main
+from kraftlake.controller.config import controller_config
+from kraftlake.raft.config import load_config
+from kraftlake.settings import SettingsError, load_controller_file, load_kraftlake
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 VOTERS = '[voters]\n1 = "127.0.0.1:1"\n2 = "127.0.0.1:2"\n'

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from settings.jars import DELTA_SPARK_CONF
-from settings.spark import session_conf, spark_uri, store_conf, submit_flags
+from kraftlake.settings.jars import DELTA_SPARK_CONF
+from kraftlake.settings.spark import session_conf, spark_uri, store_conf, submit_flags
 
 
 def test_delta_rs_options_map_to_s3a() -> None:

@@ -1,0 +1,5 @@
+"""`python -m kraftlake …` is the `kraftlake` command."""
+
+from kraftlake.cli.main import entry
+
+entry()

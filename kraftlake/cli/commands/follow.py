@@ -1,0 +1,129 @@
+"""`kraftlake follow --bootstrap-controllers HOST:PORT[,…]`: a live Apache Kafka cluster's metadata log, fetched
+as a KRaft observer, into the metadata topic, exactly once by offset (see `kraftlake.follow.follower`). Runs until
+interrupted; a rerun resumes from what the topic holds. `kraftlake follow --status FILE` prints where a running
+follower (started with `--status-file FILE`) stands. `kraftlake publish DIR --follow` runs the same follower
+over a node's directory (`kraftlake.follow.tail`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from kraftlake.cli.config import resolve_bootstrap
+from kraftlake.cli.errors import UserFacingError
+
+if TYPE_CHECKING:
+    from kraftlake.follow.follower import FollowConfig
+    from kraftlake.follow.observer import ObserverConfig
+    from kraftlake.follow.tail import TailConfig
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("follow", help="follow a live KRaft quorum's metadata log into the metadata topic")
+    parser.add_argument("--bootstrap-controllers",
+                        help="HOST:PORT[,…] of the controllers' listener (controller.quorum.bootstrap.servers)")
+    parser.add_argument("--cluster-id", help="the cluster's id: a quorum of another cluster is refused")
+    parser.add_argument("--security", action="append", default=[], metavar="KEY=VALUE",
+                        help="a client setting for the controller listener, as Kafka names it: security.protocol, "
+                             "sasl.mechanism, sasl.username, sasl.password, sasl.jaas.config, ssl.ca.location, "
+                             "ssl.endpoint.identification.algorithm, … (repeatable)")
+    parser.add_argument("--security-file", type=Path,
+                        help="a client properties file with those settings (keeps the password off the command line)")
+    parser.add_argument("--connect-timeout", type=float, default=30.0,
+                        help="seconds the first controller may take to answer (later outages are waited out)")
+    parser.add_argument("--status", type=Path, metavar="FILE",
+                        help="print where the follower writing FILE (--status-file) stands, and exit")
+    add_follower_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def add_follower_arguments(parser: argparse.ArgumentParser) -> None:
+    """What `kraftlake.follow` and `publish --follow` share: where to publish, how often to report."""
+    parser.add_argument("--topic", help="default: [kafka] topic in the config")
+    parser.add_argument("--bootstrap-servers", help="Kafka to write to (default: [kafka] or the local broker)")
+    parser.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
+    parser.add_argument("--log-interval", type=float, default=10.0, help="seconds between position lines")
+    parser.add_argument("--status-file", type=Path,
+                        help="rewrite FILE with every position line (read it with `kraftlake follow --status FILE`)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from kraftlake.follow.client import FollowError, parse_endpoints
+    from kraftlake.follow.observer import ObserverConfig
+    from kraftlake.follow.security import SecurityError, load_security
+
+    if args.status is not None:
+        return print_status(args.status)
+    if not args.bootstrap_controllers:
+        raise UserFacingError("--bootstrap-controllers is required (or --status FILE)")
+    try:
+        controllers = tuple(parse_endpoints(args.bootstrap_controllers))
+    except FollowError as error:
+        raise UserFacingError(f"--bootstrap-controllers: {error}") from None
+    try:
+        security = load_security(args.security, args.security_file)
+    except SecurityError as error:
+        raise UserFacingError(str(error)) from None
+    observer = ObserverConfig(controllers, cluster_id=args.cluster_id, connect_timeout_s=args.connect_timeout,
+                              security=security)
+    return run_follower(args, observer)
+
+
+def print_status(path: Path) -> int:
+    from kraftlake.follow.status import StatusError, read_status
+
+    try:
+        status = read_status(path)
+    except StatusError as error:
+        raise UserFacingError(str(error)) from None
+    print(status.describe(time.time()))
+    return 0
+
+
+def run_follower(args: argparse.Namespace, source: ObserverConfig | TailConfig) -> int:
+    """Follow `source` into the topic until SIGTERM/SIGINT; one line naming the endpoint, file or topic when
+    following cannot go on."""
+    from confluent_kafka import KafkaException
+
+    from kraftlake.controller.publisher import PublisherConfig, PublishError
+    from kraftlake.follow.client import FollowError
+    from kraftlake.follow.follower import FollowConfig, Follower
+    from kraftlake.settings import load_kraftlake
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    kafka = load_kraftlake(args.config).kafka
+    bootstrap = resolve_bootstrap(args.bootstrap_servers or kafka.bootstrap_servers or None)
+    publisher = PublisherConfig(bootstrap, topic=args.topic or kafka.topic)
+    config = FollowConfig(source, publisher, args.log_interval, args.status_file)
+    follower = Follower(config, _stop_on_signals())
+    try:
+        follower.run()
+    except FollowError as error:
+        raise UserFacingError(f"{error} ({_holds(config, follower)}; a rerun resumes there)") from None
+    except (PublishError, KafkaException) as error:
+        detail = error.args[0].str() if isinstance(error, KafkaException) else str(error)
+        raise UserFacingError(f"Kafka at {bootstrap}, topic {publisher.topic}: {detail}") from None
+    print(f"stopped: {_holds(config, follower)}")
+    return 0
+
+
+def _holds(config: FollowConfig, follower: Any) -> str:
+    return f"topic {config.publisher.topic} holds the log up to offset {follower.published_offset}"
+
+
+def _stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+
+    def _stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    return stop

@@ -1,0 +1,160 @@
+"""`kraftlake follow`: a live quorum's committed metadata log into the metadata topic, exactly once by offset.
+
+The messages and the resume rule are `kraftlake publish`'s (`kraftlake.controller.log_dir_publisher`), through the same
+producer session (`kraftlake.controller.publisher`): one message per batch, value = the batch's bytes as the leader's
+log holds them, key = its base offset, or the snapshot id for a snapshot's batches (`kraftlake.records.topic`).
+
+Where to start is read from the topic: after its last batch (with that batch's epoch, which the leader checks
+against its own log), or after a whole snapshot. A topic that ends inside a snapshot (a run stopped while
+publishing one) starts over at offset 0, which the leader answers with its newest snapshot, published whole.
+An empty topic starts at 0 too: the log from its first offset, or the snapshot first when the leader has one
+(Kafka deleted the older log, or keeps a snapshot beside it): the warehouse then starts at that snapshot.
+
+A producer failure ends the session; the next one resumes from the topic's tail, as the publisher does.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from kraftlake.controller.publisher import ProducerSession, PublisherConfig, TopicTail, ensure_topic, read_tail
+from kraftlake.follow.client import FollowError
+from kraftlake.follow.observer import CommittedBatch, FetchedSnapshot, Observer, ObserverConfig
+from kraftlake.follow.status import write_status
+from kraftlake.follow.tail import DirectoryTail, TailConfig
+from kraftlake.records.batch import decode_batch
+from kraftlake.records.topic import encode_snapshot_key, ends_snapshot, starts_snapshot
+
+log = logging.getLogger(__name__)
+
+
+class SourcePosition(Protocol):
+    next_offset: int
+    high_watermark: int
+
+    def describe(self) -> str: ...
+
+
+class Source(Protocol):
+    """Where committed batches come from: a quorum's leader (`Observer`) or a node's directory (`DirectoryTail`)."""
+
+    @property
+    def position(self) -> SourcePosition: ...
+
+    @property
+    def leader_changes(self) -> int: ...
+
+    def poll(self) -> list[CommittedBatch | FetchedSnapshot]: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class FollowConfig:
+    source: ObserverConfig | TailConfig
+    publisher: PublisherConfig
+    log_interval_s: float = 10.0  # how often the position is logged (and on every leader change)
+    status_file: Path | None = None  # rewritten with every position line, for `kraftlake follow --status`
+
+
+def open_source(config: ObserverConfig | TailConfig, tail: TopicTail) -> Source:
+    """The source, positioned after what the topic holds."""
+    if isinstance(config, TailConfig):
+        # the directory's snapshot replaces one the topic ends inside; the log then follows from its end
+        return DirectoryTail(config, tail.next_offset, snapshot_first=tail.cut_snapshot is not None)
+    # a topic that ends inside a snapshot starts over at 0, which the leader answers with its newest snapshot
+    start, epoch = (0, 0) if tail.cut_snapshot is not None else (tail.next_offset, tail.last_epoch)
+    return Observer(config, start, epoch)
+
+
+class Follower:
+    """Runs until `stop` is set or following cannot go on (FollowError); a topic broker that fails once it was
+    reached is waited out (one never reached raises its own error)."""
+
+    def __init__(self, config: FollowConfig, stop: threading.Event | None = None) -> None:
+        self.config = config
+        self.stop = stop or threading.Event()
+        self.published_offset = -1  # the topic holds the log up to here, as acknowledged
+        self.snapshots = 0  # snapshots published
+        self.messages = 0
+        self._reached_topic = False  # until the topic's tail was read once, a failing broker is an error
+
+    def run(self) -> None:
+        backoff = self.config.publisher.retry_backoff_ms / 1000
+        while not self.stop.is_set():
+            try:
+                self._session()
+                return
+            except FollowError:
+                raise
+            except Exception as error:  # the topic's broker failed: resume from its tail, as the publisher does
+                if not self._reached_topic:
+                    raise
+                log.warning("follow: publishing to %s failed: %s; resuming from the topic's tail in %.1f s",
+                            self.config.publisher.topic, error, backoff)
+                self.stop.wait(backoff)
+                backoff = min(backoff * 2, self.config.publisher.retry_backoff_max_ms / 1000)
+
+    def _session(self) -> None:
+        publisher = self.config.publisher
+        ensure_topic(publisher)
+        tail = read_tail(publisher)
+        self._reached_topic = True
+        source = open_source(self.config.source, tail)
+        start = source.position.next_offset
+        log.info("follow: topic %s holds the log up to offset %d; fetching from offset %d",
+                 publisher.topic, tail.next_offset - 1, start)
+        self.published_offset = tail.next_offset - 1 if tail.cut_snapshot is None else -1
+        session = ProducerSession(publisher)
+        next_log = time.monotonic()
+        changes = source.leader_changes
+        try:
+            while not self.stop.is_set():
+                handed = source.poll()
+                for item in handed:
+                    self._produce(session, item)
+                if handed:
+                    session.flush()
+                    while not session.caught_up():
+                        session.flush()
+                    self.published_offset = max(self.published_offset, source.position.next_offset - 1)
+                if time.monotonic() >= next_log or source.leader_changes != changes:
+                    self._report(source)
+                    next_log = time.monotonic() + self.config.log_interval_s
+                    changes = source.leader_changes
+        finally:
+            source.close()
+            session.close()
+
+    def _report(self, source: Source) -> None:
+        """The position line, and the same in the status file."""
+        line = f"{source.position.describe()}; {self.messages} messages published"
+        log.info("follow: %s", line)
+        if self.config.status_file is not None:
+            position = source.position
+            write_status(self.config.status_file, line, self.published_offset, position.high_watermark,
+                         self.config.log_interval_s)
+
+    def _produce(self, session: ProducerSession, item: CommittedBatch | FetchedSnapshot) -> None:
+        if isinstance(item, CommittedBatch):
+            session.produce(item.header.base_offset, item.header.last_offset, item.raw)
+            self.messages += 1
+            return
+        batches = item.batches
+        source = f"snapshot {item.snapshot_id.file_name()}"
+        if not batches or not starts_snapshot(decode_batch(batches[0].raw, source)) or not ends_snapshot(
+            decode_batch(batches[-1].raw, source)
+        ):
+            raise FollowError(f"{source} from the leader is not a whole snapshot (no header or footer record)")
+        key_offset = item.snapshot_id.end_offset - 1
+        for batch in batches:
+            session.produce(key_offset, key_offset, batch.raw, key=encode_snapshot_key(item.snapshot_id))
+        self.messages += len(batches)
+        self.snapshots += 1
+        log.info("follow: published %s (%d batches); the log follows from offset %d",
+                 source, len(batches), item.snapshot_id.end_offset)

@@ -1,0 +1,294 @@
+"""`WarehouseReader`: everything that reads a warehouse, the way delta-rs's `DeltaTable` owns reading a table.
+
+    reader = WarehouseReader(Warehouse("warehouse"))
+    image = reader.image_at(reader.offset_at(time_ms))      # each sub-image table as Arrow
+    reader.changes(1000, 2000); reader.history("partitions", "orders-3")
+
+Its rules hold for every command (`image`, `changes`, `history`, `sql`, `report`) and for the sink:
+
+- **Published range**: only what a published image covers is readable, from the first `images` row (a
+  snapshot, or the log from offset 0) to the last, read from the `images` files' statistics (no scan), so a
+  reader never sees half of an image being written.
+- **Time → offset** (`offset_at`): the last offset appended at or before the time, capped at the last
+  published image; the snapshot a history starts from counts from its own time. A time before all of it is
+  refused (TimeTravelError): no metadata was committed by then.
+- **Image at offset** (`image_at`): the newest image checkpoint at or before it plus the history rows since,
+  read from the tables' latest versions with filters that prune by file statistics, so neither Delta's log
+  retention nor VACUUM takes an offset away and the cost follows the image, not the history. An offset
+  inside an open transaction shows the image without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake.exceptions import TableNotFoundError
+
+from kraftlake.image_schema.tables import TABLES
+from kraftlake.lake.errors import TimeTravelError, UnknownKeyError, not_a_warehouse
+from kraftlake.lake.handles import OPEN_TABLES
+from kraftlake.lake.history import KeyParser, Version, change_lines, versions
+from kraftlake.lake.scan import AnyOf, Selection, Where, scan
+from kraftlake.lake.time_travel import ImageRow, WarehouseImage, apply_changes, image_row, one_chunk
+from kraftlake.lake.warehouse import (
+    BATCHES,
+    IMAGE_CHECKPOINTS,
+    IMAGES,
+    Warehouse,
+    history_name,
+    history_schema,
+    image_checkpoint_table,
+)
+from kraftlake.replay.image import Provenance
+
+READERS = 4  # tables read at once by `image_at`
+
+
+@dataclass(frozen=True)
+class TableRead:
+    """One Delta read the reader chose: table `name` at `version`, the rows `where` selects (for Spark)."""
+
+    name: str
+    version: int
+    where: Selection
+
+
+@dataclass(frozen=True)
+class ImageReads:
+    """The reads that make the image at `offset`: per sub-image table, its image checkpoint's rows (None:
+    start from the empty table) and its history versions since, of which each key's last one wins and is
+    dropped if it is a deletion; and every other table up to the last published image."""
+
+    offset: int
+    image: Mapping[str, tuple[TableRead | None, TableRead]]
+    others: Mapping[str, TableRead]
+
+
+class WarehouseReader:
+    """Reads of one warehouse; table handles are shared by every reader of the process (`kraftlake.lake.handles`)."""
+
+    def __init__(self, warehouse: Warehouse) -> None:
+        self.warehouse = warehouse
+        self.uri = warehouse.uri
+
+    # -- the published range ---------------------------------------------------------------------------
+
+    def last_published(self) -> int:
+        """The offset of the last published image (-1: none), from the `images` files' statistics."""
+        files = self._images_files()
+        return pc.max(files["max.offset"]).as_py() if files.num_rows else -1
+
+    def published_range(self) -> tuple[int, int]:
+        """The first and the last published image's offsets (TimeTravelError: none yet)."""
+        files = self._images_files()
+        if files.num_rows == 0:
+            raise TimeTravelError(self.uri, "the warehouse has no published image yet")
+        return pc.min(files["min.offset"]).as_py(), pc.max(files["max.offset"]).as_py()
+
+    def images(self) -> list[ImageRow]:
+        """Every published image, oldest first. Reads the whole `images` table: for tests and listings, never
+        on a path that runs per image or per query."""
+        self._images_files()
+        return [image_row(r) for r in self.scan(IMAGES).sort_by("offset").to_pylist()]
+
+    def first_image(self) -> ImageRow:
+        """Where the warehouse's history starts (a snapshot, or offset 0's log)."""
+        return self._image(self.published_range()[0])
+
+    def latest_image(self) -> ImageRow:
+        return self._image(self.published_range()[1])
+
+    def check_covered(self, offset: int) -> None:
+        """Refuse an offset past the last published image or before a snapshot-started history."""
+        first, last = self.published_range()
+        if offset > last:
+            raise TimeTravelError(self.uri, f"offset {offset} is past the last published image (offset {last})")
+        if offset < first and self._starts_at_snapshot(first):
+            raise TimeTravelError(self.uri, f"offset {offset} is before the history this warehouse holds "
+                                            f"(from {first})")
+
+    # -- time -> offset -------------------------------------------------------------------------------
+
+    def offset_at(self, time_ms: int) -> int:
+        """The offset the warehouse shows at `time_ms`: the last one appended at or before it, capped at the
+        last published image (TimeTravelError: nothing was committed by then)."""
+        last = self.published_range()[1]
+        offset = self._last_offset_at(time_ms)
+        if offset is None:
+            first = self.first_image()
+            if not (first.snapshot and first.log_time_ms <= time_ms):
+                raise TimeTravelError(self.uri, f"no metadata was committed at or before {time_ms} ms")
+            offset = first.offset
+        return min(offset, last)
+
+    def offset_times(self, offsets: Sequence[int]) -> dict[int, int]:
+        """The append time (ms) of the batch holding each offset; -1 where no batch row covers it."""
+        if not offsets:
+            return {}
+        where = [Where("last_offset", ">=", min(offsets)), Where("base_offset", "<=", max(offsets))]
+        batches = self.scan(BATCHES, where, ["base_offset", "last_offset", "append_time_ms"]).sort_by("base_offset")
+        bases, lasts = batches["base_offset"].to_numpy(), batches["last_offset"].to_numpy()
+        times = batches["append_time_ms"].to_numpy()
+        result = {}
+        for offset in offsets:
+            at = int(np.searchsorted(bases, offset, side="right")) - 1
+            result[offset] = int(times[at]) if at >= 0 and lasts[at] >= offset else -1
+        return result
+
+    # -- images ---------------------------------------------------------------------------------------
+
+    def image_at(self, offset: int) -> WarehouseImage:
+        """Each sub-image table at `offset`. The bookkeeping tables are read side by side (`images` and
+        `batches` commit with every image, so opening them costs the most), then the sub-image tables."""
+        with ThreadPoolExecutor(max_workers=READERS) as readers:  # delta-rs and Arrow release the GIL
+            base = readers.submit(self._image_checkpoint_at, offset)
+            provenance = readers.submit(self._provenance, offset)
+            self.check_covered(offset)
+            since = base.result()
+            tables = readers.map(lambda name: self._table_at(name, since, offset), TABLES)
+            return WarehouseImage(provenance.result(), dict(zip(TABLES, tables, strict=True)))
+
+    def image_reads(self, offset: int | None = None) -> ImageReads:
+        """The Delta reads (each table's version chosen now) that make the image at `offset` (None: the last
+        published one) and every other table up to the last published image: what `kraftlake.analytics.views` reads."""
+        last = self.published_range()[1]
+        offset = last if offset is None else offset
+        self.check_covered(offset)
+        since = self._image_checkpoint_at(offset)
+        image = {}
+        for name in TABLES:
+            at_checkpoint = [Where("checkpoint_offset", "=", since)]
+            base = self._read(image_checkpoint_table(name), at_checkpoint) if since >= 0 else None
+            image[name] = (base, self._read(history_name(name), self._history_since(since, offset)))
+        published = [Where("from_offset", "<=", last)]
+        others = {history_name(name): self._read(history_name(name), published) for name in TABLES}
+        others[BATCHES] = self._read(BATCHES, [Where("base_offset", "<=", last)])
+        others[IMAGES] = self._read(IMAGES, [Where("offset", "<=", last)])
+        return ImageReads(offset, image, others)
+
+    # -- history and changes --------------------------------------------------------------------------
+
+    def changes(self, from_offset: int, to_offset: int) -> dict[str, pa.Table]:
+        """Per table, the row versions that start in (from_offset, to_offset], in offset order."""
+        self.check_covered(to_offset)
+        return {
+            name: one_chunk(self.scan(history_name(name), self._history_since(from_offset, to_offset))
+                            .sort_by("from_offset").cast(history_schema(name)))
+            for name in TABLES
+        }
+
+    def change_lines(self, table: str, changes: pa.Table) -> pa.Array:
+        """`changes` (as `changes` returns them) as JSON lines, each compared with its key's version before."""
+        key = TABLES[table].key
+        wanted = [Where(key[0], "in", pc.unique(changes[key[0]]).to_pylist()),
+                  Where("from_offset", "<=", pc.max(changes["from_offset"]).as_py())]
+        return change_lines(table, self.history_rows(table, wanted), changes)
+
+    def history(self, table: str, key_text: str, from_offset: int | None = None,
+                to_offset: int | None = None) -> list[Version]:
+        """The versions of the row(s) `key_text` names in (from_offset, to_offset], in offset order. The
+        version before the window is read too, so the first change in it shows its true `before`."""
+        parser = KeyParser(self.uri, self.topic_ids)
+        key = parser.table(table)
+        found = [v for v in versions(self._key_rows(table, parser.filters(table, key_text)), key)
+                 if (from_offset is None or v[0] > from_offset) and (to_offset is None or v[0] <= to_offset)]
+        times = self.offset_times([v[0] for v in found])
+        return [Version(offset, times[offset], change, k, before, after) for offset, change, k, before, after in found]
+
+    def topic_ids(self, name_or_id: str) -> list[str]:
+        """Every topic id that ever had this name (a topic deleted and recreated has several), else the id."""
+        found = sorted(set(self.history_rows("topics", [Where("name", "=", name_or_id)])["topic_id"].to_pylist()))
+        if found:
+            return found
+        if self.history_rows("topics", [Where("topic_id", "=", name_or_id)]).num_rows:
+            return [name_or_id]
+        raise UnknownKeyError(self.uri, f"no topic named {name_or_id!r} (nor with that id) in the warehouse's history")
+
+    def history_rows(self, table: str, where: Selection = (), columns: Sequence[str] | None = None) -> pa.Table:
+        """`<table>_history` rows up to the last published image that `where` selects, unordered."""
+        last = Where("from_offset", "<=", self.published_range()[1])
+        narrowed = where.narrowed(last) if isinstance(where, AnyOf) else [*where, last]
+        return self.scan(history_name(table), narrowed, columns)
+
+    def _key_rows(self, table: str, where: AnyOf) -> pa.Table:
+        """The rows `where` selects, in two reads: the filtered columns and `from_offset` first (no list or
+        value column decoded), then whole rows at just the offsets found, which the `from_offset` statistics
+        of files and row groups narrow to the few that hold them."""
+        columns = sorted(where.columns() | {"from_offset"})
+        offsets = sorted(set(self.history_rows(table, where, columns)["from_offset"].to_pylist()))
+        return self.history_rows(table, where.narrowed(Where("from_offset", "in", offsets)))
+
+    # -- tables ---------------------------------------------------------------------------------------
+
+    def scan(self, name: str, where: Selection = (), columns: Sequence[str] | None = None) -> pa.Table:
+        """Table `name`'s rows (latest version) that `where` selects (all: `()`), as Arrow (`kraftlake.lake.scan`)."""
+        return scan(self.warehouse, name, where, columns)
+
+    # -- the rules' pieces ----------------------------------------------------------------------------
+
+    def _images_files(self) -> pa.Table:
+        """The add actions (flattened) of `images`' files: their offset statistics bound what the warehouse
+        can answer for without a scan."""
+        try:
+            with OPEN_TABLES.latest(self.warehouse, IMAGES) as images:
+                return pa.table(images.get_add_actions(flatten=True))
+        except TableNotFoundError as error:
+            raise not_a_warehouse(self.uri) from error
+
+    def _image(self, offset: int) -> ImageRow:
+        return image_row(self.scan(IMAGES, [Where("offset", "=", offset)]).to_pylist()[0])
+
+    def _starts_at_snapshot(self, first: int) -> bool:
+        """Whether the first image is a snapshot, without its `table_versions` map (a compacted `images` file
+        holds thousands of them: reading that column cost 15 ms a query)."""
+        return bool(self.scan(IMAGES, [Where("offset", "=", first)], ["snapshot"])["snapshot"][0].as_py())
+
+    def _image_checkpoint_at(self, offset: int) -> int:
+        """The newest complete image checkpoint at or before `offset` (-1: none, start from the empty image)."""
+        found = self.scan(IMAGE_CHECKPOINTS, [Where("offset", "<=", offset)], ["offset"])
+        return pc.max(found["offset"]).as_py() if found.num_rows else -1
+
+    def _last_offset_at(self, time_ms: int) -> int | None:
+        """The last offset of the last batch appended at or before `time_ms`. Append times grow with offsets,
+        so the file statistics say which file holds it; only that file (and any it overlaps) is read."""
+        with OPEN_TABLES.latest(self.warehouse, BATCHES) as table:
+            actions = pa.table(table.get_add_actions(flatten=True))
+        early = actions.filter(pc.less_equal(actions["min.append_time_ms"], time_ms)) if actions.num_rows else actions
+        if early.num_rows == 0:
+            return None
+        newest = pc.max(early["min.last_offset"]).as_py()
+        where = [Where("append_time_ms", "<=", time_ms), Where("last_offset", ">=", newest)]
+        found = self.scan(BATCHES, where, ["last_offset"])
+        return pc.max(found["last_offset"]).as_py() if found.num_rows else None
+
+    def _table_at(self, name: str, since: int, offset: int) -> pa.Table:
+        schema = TABLES[name].schema
+        base = (self.scan(image_checkpoint_table(name), [Where("checkpoint_offset", "=", since)], schema.names)
+                if since >= 0 else schema.empty_table())
+        changes = self.scan(history_name(name), self._history_since(since, offset))
+        return one_chunk(apply_changes(base, changes, TABLES[name].key) if changes.num_rows else base)
+
+    @staticmethod
+    def _history_since(after: int, through: int) -> list[Where]:
+        return [Where("from_offset", ">", after), Where("from_offset", "<=", through)]
+
+    def _provenance(self, offset: int) -> Provenance:
+        """Epoch and append time of the batch holding `offset` (or of the snapshot image ending there)."""
+        holding = [Where("base_offset", "<=", offset), Where("last_offset", ">=", offset)]
+        found = self.scan(BATCHES, holding, ["last_offset", "epoch", "append_time_ms"]).to_pylist()
+        if found:
+            batch = found[0]
+            return Provenance(offset, batch["epoch"], batch["append_time_ms"], batch["last_offset"] == offset)
+        image = self.scan(IMAGES, [Where("offset", "=", offset)], ["epoch", "log_time_ms"]).to_pylist()
+        if image:
+            return Provenance(offset, image[0]["epoch"], image[0]["log_time_ms"], True)
+        return Provenance(offset, -1, -1, False)
+
+    def _read(self, name: str, where: Selection) -> TableRead:
+        with OPEN_TABLES.latest(self.warehouse, name) as table:
+            return TableRead(name, table.version(), where)
