@@ -98,9 +98,11 @@ def _topics(topics: pa.Table, partitions: pa.Table, layout: Layout) -> Iterator[
     if topics.num_rows == 0:
         yield b"{}"
         return
-    partitions = partitions.filter(pc.is_in(partitions["topic_id"], topics["topic_id"]))
-    empty = topics.filter(pc.invert(pc.is_in(topics["topic_id"], partitions["topic_id"])))
     ordered = _by_name(partitions)
+    present = ordered["topic_id"].take(pa.array(_run_starts(ordered["topic_id"].combine_chunks())))
+    if not pc.all(pc.is_in(present, topics["topic_id"])).as_py():  # partitions of no topic are not shown
+        ordered = ordered.filter(pc.is_in(ordered["topic_id"], topics["topic_id"]))
+    empty = topics.filter(pc.invert(pc.is_in(topics["topic_id"], present)))
     yield b"{"
     if empty.num_rows:
         texts = _merge(_partition_texts(ordered, layout), ordered["topic_name"], _empty_topic_texts(empty, layout),

@@ -57,6 +57,11 @@ class Choice:
     index: np.ndarray
     options: tuple[str, ...]
 
+    @staticmethod
+    def constant(text: str, count: int) -> Choice:
+        """`text` on each of `count` rows."""
+        return Choice(np.zeros(count, dtype=np.int64), (text,))
+
     def then(self, other: Choice | str) -> Choice:
         if isinstance(other, str):
             return Choice(self.index, tuple(option + other for option in self.options))
@@ -68,6 +73,14 @@ class Choice:
 
     def texts(self) -> pa.Array:
         return pa.array(self.options, TEXT).take(pa.array(self.index))
+
+    def shared(self) -> str | None:
+        """The text every row chose when they all chose the same (a column of one value, of empty lists):
+        the joining pass takes it as a constant, which costs nothing per row. None: rows differ."""
+        if len(self.index) == 0:
+            return ""
+        first = int(self.index[0])
+        return self.options[first] if len(self.options) == 1 or np.all(self.index == first) else None
 
 
 Part: TypeAlias = str | pa.Array | Choice
@@ -85,10 +98,8 @@ def value_parts(values: pa.Array | pa.ChunkedArray, layout: Layout, depth: int) 
     array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     kind = array.type
     parts: Parts
-    if pa.types.is_integer(kind):
-        parts = [pc.cast(array, TEXT)]
-    elif pa.types.is_boolean(kind):
-        parts = [pc.if_else(array, pa.scalar("true", TEXT), pa.scalar("false", TEXT))]
+    if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
+        parts = [_scalars_text(array)]
     elif (pa.types.is_string(kind) or pa.types.is_large_string(kind)) and _plain(array):
         parts = ['"', array.cast(TEXT), '"']
     elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
@@ -100,6 +111,17 @@ def value_parts(values: pa.Array | pa.ChunkedArray, layout: Layout, depth: int) 
     if array.null_count:
         return [pc.if_else(pc.is_null(array), pa.scalar("null", TEXT), concat(*parts))]
     return parts
+
+
+def _scalars_text(array: pa.Array) -> pa.Array | Choice:
+    """Integers or booleans as text; a column of one value as a `Choice` of its one text."""
+    if array.null_count == 0 and len(array):
+        least, most = pc.min_max(array).values()
+        if least == most:
+            return Choice.constant(json.dumps(least.as_py()), len(array))
+    if pa.types.is_boolean(array.type):
+        return pc.if_else(array, pa.scalar("true", TEXT), pa.scalar("false", TEXT))
+    return pc.cast(array, TEXT)
 
 
 def _plain(strings: pa.Array) -> bool:
@@ -118,6 +140,9 @@ def _list_parts(array: pa.Array, layout: Layout, depth: int) -> Parts:
     """`[]` when empty, else the elements one per line a level deeper (on one line without indent). Plain
     strings and integers are joined as they are, their quotes in the separator."""
     values, inner = array.values, layout.newline(depth + 1)
+    empty = pc.fill_null(pc.equal(pc.list_value_length(array), 0), False).to_numpy(zero_copy_only=False)
+    if empty.all():  # no element to write: no pass over the elements
+        return [Choice.constant("[]", len(array))]
     quote = ""
     if pa.types.is_integer(values.type):
         elements = pc.cast(values, TEXT)
@@ -127,7 +152,6 @@ def _list_parts(array: pa.Array, layout: Layout, depth: int) -> Parts:
         elements = values_text(values, layout, depth + 1)
     lists = pa.LargeListArray.from_arrays(pc.cast(array.offsets, pa.int64()), elements)
     joined = pc.binary_join(lists, pa.scalar(f"{quote}{layout.item_separator}{inner}{quote}", TEXT))
-    empty = pc.fill_null(pc.equal(pc.list_value_length(array), 0), False).to_numpy(zero_copy_only=False)
     whether = empty.astype(np.int64)  # 0: has elements, 1: empty
     closing = f"{quote}{layout.newline(depth)}]"
     return [Choice(whether, (f"[{inner}{quote}", "[")), joined, Choice(whether, (closing, "]"))]
@@ -164,9 +188,17 @@ def concat(*parts: Part | pa.ChunkedArray) -> pa.Array:
             merged[-1] = part.after(last)
         else:
             merged[-1] = last + part
-    scalars = [pa.scalar(part, TEXT) if isinstance(part, str) else part.texts() if isinstance(part, Choice)
-               else part for part in merged]
-    return pc.binary_join_element_wise(*scalars, pa.scalar("", TEXT))
+    constants = [_constant(part) for part in merged]
+    if all(text is not None for text in constants):  # no column to give the row count: the choices keep it
+        constants = [part if isinstance(part, str) else None for part in merged]
+    columns = [pa.scalar(text, TEXT) if text is not None else part.texts() if isinstance(part, Choice) else part
+               for part, text in zip(merged, constants, strict=True)]
+    return pc.binary_join_element_wise(*columns, pa.scalar("", TEXT))
+
+
+def _constant(part: Part) -> str | None:
+    """The part's text when it is the same on every row (None: a column)."""
+    return part if isinstance(part, str) else part.shared() if isinstance(part, Choice) else None
 
 
 def row_lines(table: pa.Table) -> pa.Array:
