@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import subprocess
 import sys
 
@@ -28,11 +29,13 @@ def test_each_module_adds_the_commands_listed_for_it(module: str) -> None:
     assert _commands(build_parser([])) == {name for names in COMMAND_MODULES.values() for name in names}
 
 
-def test_a_warehouse_read_starts_without_the_controller_raft_or_kafka_client() -> None:
-    """A new interpreter (this one has imported everything already)."""
+def test_a_warehouse_read_starts_light_and_on_arrows_jemalloc_pool() -> None:
+    """In a new interpreter (this one has imported everything already): no controller, Raft or Kafka client
+    module, and Arrow's default pool (what its C++ readers allocate from) is jemalloc."""
     probe = ("import sys; from kraftlake.cli.main import build_parser; "
              "build_parser(['image']).parse_args(['image', '--warehouse', 'w', '--at-offset', '1']); "
              "print(sorted(m for m in ('kraftlake.controller', 'kraftlake.raft', 'confluent_kafka', 'pandas') "
-             "if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
+             "if m in sys.modules)); import pyarrow; print(pyarrow.default_memory_pool().backend_name)")
+    environment = {name: value for name, value in os.environ.items() if name != "ARROW_DEFAULT_MEMORY_POOL"}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=environment)
+    assert done.stdout.split() == ["[]", "jemalloc"]
