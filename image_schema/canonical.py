@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TextIO
 
 import numpy as np
@@ -21,11 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kraftlake.image_schema.json_text import (
+    SLICE_ROWS,
     TEXT,
     Layout,
     buffer_of,
     canonical_layout,
     concat,
+    in_order,
     object_parts,
     value_parts,
     values_text,
@@ -40,8 +41,6 @@ from kraftlake.replay.topics import PartitionRegistration
 TOPIC_TABLES = ("topics", "partitions")
 _DEPTH = 1  # a section's value sits one level into the document
 _ID_TEXT = "__id_text"
-SLICE_ROWS = 131_072  # partitions written at once by one thread
-WRITERS = 2
 Chunks = Iterable[bytes | memoryview]
 
 
@@ -109,10 +108,9 @@ def _topics(topics: pa.Table, partitions: pa.Table, layout: Layout) -> Iterator[
                        empty["name"])
         yield buffer_of(texts)[len(layout.item_separator):]  # every text starts with a separator
     else:
-        with ThreadPoolExecutor(max_workers=WRITERS) as writers:
-            runs = writers.map(lambda rows: buffer_of(_partition_texts(rows, layout)), _slices(ordered))
-            for number, run in enumerate(runs):
-                yield run[len(layout.item_separator):] if number == 0 else run
+        runs = in_order(lambda rows: _partition_texts(rows, layout), _slices(ordered))
+        for number, run in enumerate(runs):
+            yield run[len(layout.item_separator):] if number == 0 else run
     yield (layout.newline(_DEPTH) + "}").encode()
 
 

@@ -11,7 +11,9 @@ one is printable ASCII without a quote or backslash, else by `json.dumps` one by
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -20,6 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 TEXT = pa.large_string()  # texts of a million rows pass 2 GiB of 32-bit offsets well before a join does
+SLICE_ROWS = 131_072  # rows written at once by one thread
+WRITERS = 2  # threads writing slices (Arrow's kernels release the GIL)
 
 
 @dataclass(frozen=True)
@@ -205,6 +209,28 @@ def row_lines(table: pa.Table) -> pa.Array:
     """Each row as `json.dumps(row, sort_keys=True)` writes it, newline included (`image --table`)."""
     text = objects_text({name: table.column(name) for name in table.column_names}, JSON_LINES, 0)
     return concat(text, "\n")
+
+
+def row_line_chunks(table: pa.Table) -> Iterator[memoryview]:
+    """`row_lines` of `table`, written by slices of `SLICE_ROWS` rows (`in_order`)."""
+    return in_order(row_lines, [table.slice(start, SLICE_ROWS) for start in range(0, table.num_rows, SLICE_ROWS)])
+
+
+def in_order(texts: Callable[[pa.Table], pa.Array], slices: Iterable[pa.Table]) -> Iterator[memoryview]:
+    """The bytes of `texts` of each slice, in order, built on `WRITERS` threads while the caller writes the
+    ones before: at most `WRITERS` slices ahead of it, so a slow reader of the output holds a few slices in
+    memory, not the whole text (and the pool reuses their memory instead of faulting in new pages)."""
+    def build(rows: pa.Table) -> memoryview:
+        return buffer_of(texts(rows))
+
+    with ThreadPoolExecutor(max_workers=WRITERS) as writers:
+        pending: deque[Future[memoryview]] = deque()
+        for rows in slices:
+            pending.append(writers.submit(build, rows))
+            if len(pending) > WRITERS:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 def buffer_of(texts: pa.Array) -> memoryview:

@@ -8,6 +8,7 @@ import json
 import pyarrow as pa
 import pytest
 
+from kraftlake.image_schema import json_text
 from kraftlake.image_schema.json_text import Layout, buffer_of, canonical_layout, objects_text, row_lines, values_text
 
 TABLE = pa.table({
@@ -63,3 +64,12 @@ def test_a_value_at_depth_continues_the_indentation_of_its_parent() -> None:
 
 def test_no_rows_no_bytes() -> None:
     assert buffer_of(row_lines(TABLE.slice(0, 0))).tobytes() == b""
+
+
+def test_rows_written_by_slices_are_the_rows_written_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slices built on threads, a few ahead of the writer, come out in order."""
+    table = pa.concat_tables([TABLE] * 9)
+    monkeypatch.setattr(json_text, "SLICE_ROWS", 5)
+    chunks = list(json_text.row_line_chunks(table))
+    assert len(chunks) == 8
+    assert b"".join(chunks) == buffer_of(row_lines(table)).tobytes()

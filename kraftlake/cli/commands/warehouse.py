@@ -143,7 +143,7 @@ def parse_time(text: str) -> int:
 def run_image(args: argparse.Namespace) -> int:
     """`--json` and `--table` write their text from the Arrow tables in a few buffers (`kraftlake.image_schema`)."""
     from kraftlake.image_schema.canonical import write_chunks
-    from kraftlake.image_schema.json_text import buffer_of, row_lines
+    from kraftlake.image_schema.json_text import row_line_chunks
 
     reader = open_reader(args)
     with lake_errors(reader.uri):
@@ -154,7 +154,7 @@ def run_image(args: argparse.Namespace) -> int:
     elif args.table:
         if args.table not in image.tables:
             raise UserFacingError(f"no table {args.table!r}; tables: {', '.join(image.tables)}")
-        write_chunks([buffer_of(row_lines(image.tables[args.table]))], sys.stdout, end=b"")
+        write_chunks(row_line_chunks(image.tables[args.table]), sys.stdout, end=b"")
     else:
         provenance = image.provenance
         print(f"image at offset {provenance.offset} (epoch {provenance.epoch}, log time {provenance.log_time_ms})")
