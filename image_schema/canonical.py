@@ -41,6 +41,7 @@ from kraftlake.replay.topics import PartitionRegistration
 TOPIC_TABLES = ("topics", "partitions")
 _DEPTH = 1  # a section's value sits one level into the document
 _ID_TEXT = "__id_text"
+_NAME_ORDER = ("topic_name", "topic_id", _ID_TEXT)  # `sort_keys`' order of the topics section's partitions
 Chunks = Iterable[bytes | memoryview]
 
 
@@ -116,11 +117,25 @@ def _topics(topics: pa.Table, partitions: pa.Table, layout: Layout) -> Iterator[
 
 def _by_name(partitions: pa.Table) -> pa.Table:
     """Partitions by topic name, topic id and the text of their id, with that text as `__id_text` (not
-    reordered when they already are: a warehouse's checkpoint usually is)."""
+    sorted when they already are in that order, as a warehouse's checkpoint usually is: checking takes a
+    fifth of the time of sorting 1M rows)."""
     keyed = partitions.append_column(_ID_TEXT, pc.cast(partitions["partition_id"], pa.string()))
-    order = pc.sort_indices(keyed, [("topic_name", "ascending"), ("topic_id", "ascending"),
-                                    (_ID_TEXT, "ascending")]).to_numpy()
-    return keyed if np.all(order == np.arange(len(order))) else keyed.take(pa.array(order))
+    if _in_order(keyed, _NAME_ORDER):
+        return keyed
+    return keyed.take(pc.sort_indices(keyed, [(column, "ascending") for column in _NAME_ORDER]))
+
+
+def _in_order(table: pa.Table, columns: tuple[str, ...]) -> bool:
+    """Whether each row is at or after the one before it, by `columns` (a null anywhere: not known to be)."""
+    count = table.num_rows
+    if count < 2:
+        return True
+    in_order: pa.ChunkedArray | None = None
+    for column in reversed(columns):  # by the last column, then each earlier one decides where it differs
+        before, after = table[column].slice(0, count - 1), table[column].slice(1)
+        in_order = (pc.less_equal(before, after) if in_order is None
+                    else pc.or_(pc.less(before, after), pc.and_(pc.equal(before, after), in_order)))
+    return in_order is None or bool(pc.all(pc.fill_null(in_order, False)).as_py())
 
 
 def _slices(ordered: pa.Table) -> list[pa.Table]:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 TEXT = pa.large_string()  # texts of a million rows pass 2 GiB of 32-bit offsets well before a join does
-SLICE_ROWS = 131_072  # rows written at once by one thread
+SLICE_ROWS = 32_768  # rows written at once by one thread
 WRITERS = 2  # threads writing slices (Arrow's kernels release the GIL)
 
 
