@@ -156,10 +156,9 @@ def _partition_texts(ordered: pa.Table, layout: Layout) -> pa.Array:
     fields = {camel_case(name): ordered[name] for name in PartitionRegistration._fields}
     starts = _run_starts(ordered["topic_id"].combine_chunks())
     ends = np.append(starts[1:], ordered.num_rows) - 1
-    firsts, lasts = ordered.take(pa.array(starts)), ordered.take(pa.array(ends))
-    opening = concat(_topic_opening(values_text(firsts["topic_name"], layout, _DEPTH + 1), layout), "{")
-    closing = concat(layout.newline(depth - 1), "}", _topic_closing(values_text(lasts["topic_id"], layout,
-                                                                                _DEPTH + 2), layout))
+    names, ids = ordered["topic_name"].take(pa.array(starts)), ordered["topic_id"].take(pa.array(ends))
+    opening = concat(_topic_opening(values_text(names, layout, _DEPTH + 1), layout), "{")
+    closing = concat(layout.newline(depth - 1), "}", _topic_closing(values_text(ids, layout, _DEPTH + 2), layout))
     return concat(layout.item_separator, _spread(opening, starts, ordered.num_rows), layout.newline(depth),
                   *value_parts(ordered[_ID_TEXT], layout, depth), layout.key_separator,
                   *object_parts(fields, layout, depth), _spread(closing, ends, ordered.num_rows))

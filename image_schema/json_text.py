@@ -137,7 +137,8 @@ def _plain(strings: pa.Array) -> bool:
     if data is None or len(strings) == 0 or offsets[-1] == offsets[0]:
         return True
     text = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]]
-    return bool(np.all((text >= 0x20) & (text <= 0x7E) & (text != 0x22) & (text != 0x5C)))
+    outside = text - np.uint8(0x20) > 0x7E - 0x20  # below 0x20 wraps around: one comparison for both ends
+    return not np.any(outside | (text == 0x22) | (text == 0x5C))
 
 
 def _list_parts(array: pa.Array, layout: Layout, depth: int) -> Parts:
