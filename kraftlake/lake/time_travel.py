@@ -62,6 +62,7 @@ def apply_changes(current: pa.Table, changes: pa.Table, key: Sequence[str]) -> p
     columns and offsets are sorted and joined; the wide rows are copied at most once, not at all when every
     change is a key's only one and no row is deleted (a bootstrap; 1M rows and 226k changes: 0.6-0.9 s,
     against 1.5-2.5 s when every column was sorted and taken twice, same loaded machine)."""
+    changes = _batches_by_offset(changes)
     rows = last_version_rows(changes, key)
     latest = changes if np.array_equal(rows, np.arange(changes.num_rows)) else changes.take(pa.array(rows))
     current_keys = current.select(list(key)).append_column(_INDEX, _row_numbers(current))
@@ -85,6 +86,14 @@ def last_version_rows(changes: pa.Table, key: Sequence[str]) -> np.ndarray:
     ranked = changes.select(list(key)).append_column(_INDEX, pa.array(rank))
     last = ranked.group_by(list(key), use_threads=False).aggregate([(_INDEX, "max")])
     return order[np.sort(last[f"{_INDEX}_max"].to_numpy())]
+
+
+def _batches_by_offset(changes: pa.Table) -> pa.Table:
+    """The same rows, their record batches (a read's files and row groups, in no set order) ordered by their
+    first offset: no copy, and a history read is then usually in offset order as it stands."""
+    batches = [batch for batch in changes.to_batches() if batch.num_rows]
+    batches.sort(key=lambda batch: batch["from_offset"][0].as_py())
+    return pa.Table.from_batches(batches, schema=changes.schema)
 
 
 def one_chunk(table: pa.Table) -> pa.Table:
