@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kraftlake.cli.broker import default_data_dir, running_broker
 from kraftlake.cli.errors import UserFacingError
 
 BOOTSTRAP_ENV = "KRAFTLAKE_BOOTSTRAP_SERVERS"
@@ -25,6 +24,8 @@ def resolve_bootstrap(explicit: str | None, data_dir: Path | None = None) -> str
     from_env = os.environ.get(BOOTSTRAP_ENV, "").strip()
     if from_env:
         return from_env
+    from kraftlake.cli.broker import default_data_dir, running_broker  # the Kafka client: only when asked
+
     local_dir = data_dir if data_dir is not None else default_data_dir()
     state = running_broker(local_dir)
     if state is not None:
