@@ -79,7 +79,9 @@ class MetadataDelta:
     def __init__(self, image: MetadataImage) -> None:
         self.image = image
         self.deltas: dict[str, Any] = {}
-        self._handlers: dict[type, Callable[[Any], Any]] = {}
+        # record type -> the bound method that replays it, filled on first use; never a transaction marker
+        # (the loader reads it to skip `replay`'s call on its hot path)
+        self.handlers: dict[type, Callable[[Any], Any]] = {}
 
     def _delta(self, name: str) -> Any:
         delta = self.deltas.get(name)
@@ -128,9 +130,9 @@ class MetadataDelta:
     def replay(self, message: Any) -> None:
         """Apply one metadata record (not a transaction marker: the loader consumes those)."""
         try:
-            handler = self._handlers[type(message)]
+            handler = self.handlers[type(message)]
         except KeyError:  # first record of its type in this delta (a miss costs nothing in the common case)
-            handler = self._handlers[type(message)] = self._handler_for(type(message))
+            handler = self.handlers[type(message)] = self._handler_for(type(message))
         handler(message)
 
     def _handler_for(self, record_type: type) -> Callable[[Any], Any]:

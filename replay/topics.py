@@ -197,10 +197,11 @@ class TopicsDelta:
 
     def replay_partition_change(self, record: Any) -> None:
         delta = self.changed.get(record.topic_id) or self._topic_delta(record.topic_id)
-        partition = delta.partition(record.partition_id)
+        changes = delta.partition_changes
+        partition = changes.get(record.partition_id) or delta.image.partitions.get(record.partition_id)
         if partition is None:
             raise ReplayError(f"Unable to find partition {record.topic_id}:{record.partition_id}")
-        delta.partition_changes[record.partition_id] = partition.merge(record)
+        changes[record.partition_id] = partition.merge(record)
 
     def replay_remove_topic(self, record: Any) -> str:
         """Removes the topic; returns its name (its configs go with it)."""
