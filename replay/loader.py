@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from kraftlake.records import Record, RecordBatch, SnapshotId
 from kraftlake.records import metadata_types as mt
 from kraftlake.records.control_types import SnapshotHeaderRecord
-from kraftlake.replay.delta import QUORUM_CONTROL_TYPES, TRANSACTION_MARKERS, MetadataDelta
+from kraftlake.replay.delta import QUORUM_CONTROL_TYPES, MetadataDelta
 from kraftlake.replay.errors import ReplayError
 from kraftlake.replay.image import EMPTY_IMAGE, MetadataImage, Provenance
 
