@@ -92,8 +92,8 @@ def dict_table(
 def single(table: str, key: Callable[[Any], Key]) -> TouchedRows:
     """The record touches one row of `table`, whose key it carries."""
 
-    def touched(record: Any, delta: MetadataDelta) -> Iterator[tuple[str, Key]]:
-        yield table, key(record)
+    def touched(record: Any, delta: MetadataDelta) -> tuple[tuple[str, Key]]:
+        return ((table, key(record)),)  # a tuple, not a generator: one per record of a bootstrap
 
     return touched
 

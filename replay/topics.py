@@ -167,6 +167,21 @@ class TopicsDelta:
         topic = None if topic_id in self.deleted else self.image.by_id.get(topic_id)
         return None if topic is None else topic.partitions.get(partition_id)
 
+    def named_partition(self, topic_id: str, partition_id: int) -> tuple[str, PartitionRegistration] | None:
+        """(topic name, partition) as this delta leaves them, None if either is gone: `topic` and `partition`
+        in one lookup, for the change recorder (two per record of a bootstrap)."""
+        delta = self.changed.get(topic_id)
+        if delta is not None:
+            name = delta.image.name
+            partition = delta.partition_changes.get(partition_id) or delta.image.partitions.get(partition_id)
+        else:
+            topic = None if topic_id in self.deleted else self.image.by_id.get(topic_id)
+            if topic is None:
+                return None
+            name = topic.name
+            partition = topic.partitions.get(partition_id)
+        return None if partition is None else (name, partition)
+
     def partition_ids(self, topic_id: str) -> list[int]:
         delta = self.changed.get(topic_id)
         if delta is not None:
