@@ -40,7 +40,7 @@ class PartitionRegistration(NamedTuple):
         replicas = record.replicas
         return _new_partition(cls, (  # positional: the replay hot path (see bench/bench_replay.py)
             replicas,
-            record.directories or _migrating(len(replicas)),
+            record.directories or _MIGRATING[len(replicas)],
             record.isr,
             record.removing_replicas,
             record.adding_replicas,
@@ -85,23 +85,26 @@ def _placed(replicas: tuple[int, ...], directories: tuple[str, ...]) -> tuple[st
     """Kafka's merge of a replica or directory change: the record's directories, else the partition's as they
     were (Kafka does not move them with their replicas); all MIGRATING (or none) stretch to the replicas."""
     if set(directories) <= {MIGRATING_DIRECTORY}:
-        return _migrating(len(replicas))
+        return _MIGRATING[len(replicas)]
     if len(directories) != len(replicas):
         raise ReplayError("The lengths for replicas and directories do not match")
     return directories
 
 
 _new_partition = tuple.__new__
-_MIGRATING = [(MIGRATING_DIRECTORY,) * count for count in range(16)]
 
 
-def _migrating(replica_count: int) -> tuple[str, ...]:
-    """Kafka fills a missing directory list (records before 3.7-IV2) with MIGRATING per replica; one shared
-    tuple per usual replica count (a million partitions need not hold a million copies)."""
-    try:
-        return _MIGRATING[replica_count]
-    except IndexError:
-        return (MIGRATING_DIRECTORY,) * replica_count
+class _Migrating(dict[int, tuple[str, ...]]):
+    """Kafka fills a missing directory list (records before 3.7-IV2) with MIGRATING per replica: one shared
+    tuple per replica count (a million partitions need not hold a million copies), found by a subscript
+    (no Python call on the replay hot path)."""
+
+    def __missing__(self, replica_count: int) -> tuple[str, ...]:
+        directories = self[replica_count] = (MIGRATING_DIRECTORY,) * replica_count
+        return directories
+
+
+_MIGRATING = _Migrating()
 
 
 @dataclass(frozen=True)
