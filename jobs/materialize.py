@@ -20,7 +20,6 @@ from typing import Any
 from kraftlake.jobs import kafka_topic
 from kraftlake.jobs.kafka_topic import KafkaTopicError, collect_messages
 from kraftlake.lake.errors import LakeError
-from kraftlake.lake.pipeline import MetadataPipeline
 from kraftlake.lake.source import topic_source
 from kraftlake.lake.store_errors import store_failure
 from kraftlake.lake.topic_replay import TopicFormatError, TopicMessage, TopicReplay
@@ -43,7 +42,7 @@ class MaterializeError(Exception):
 EXPECTED_ERRORS: tuple[type[Exception], ...] = (TopicFormatError, ReplayError, KafkaTopicError, LakeError)
 
 
-class TopicReads:
+class SparkTopicReads:
     """The topic read outside the stream with the driver's session, as the replay rebuilds its state after a
     restart (`kraftlake.lake.topic_replay.TopicReads`)."""
 
@@ -72,16 +71,13 @@ class MicroBatchWriter:
     def __init__(self, config: MaterializeConfig, spark: Any) -> None:
         self.config = config
         self.failure: str | None = None
-        self.replay = TopicReplay(config.topic, self._pipeline, TopicReads(config, spark))
-
-    def _pipeline(self) -> MetadataPipeline:
-        config = self.config
-        return MetadataPipeline(
+        self.replay = TopicReplay(
             Warehouse(config.warehouse, dict(config.storage_options)),
-            hold_gaps=True,
+            topic_source(config.bootstrap_servers, config.topic, config.cluster_id),
+            config.topic,
+            SparkTopicReads(config, spark),
             idle_publish_ms=int(config.idle_publish_seconds * 1000),
             coalesce_backlog=config.coalesce_backlog,
-            source=topic_source(config.bootstrap_servers, config.topic, config.cluster_id),
         )
 
     def __call__(self, frame: Any, batch_id: int) -> None:

@@ -15,12 +15,15 @@ at any point and restarted ends with the same tables as one that never stopped.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import NamedTuple, Protocol
 
 from kraftlake.lake.gc_pause import paused_collector
 from kraftlake.lake.pipeline import MetadataPipeline
+from kraftlake.lake.source import SourceIdentity
+from kraftlake.lake.warehouse import Warehouse
 from kraftlake.records import RecordBatch, SnapshotId, decode_batch
 from kraftlake.records.errors import RecordFormatError
 from kraftlake.records.topic import ends_snapshot, snapshot_of, starts_snapshot
@@ -70,13 +73,20 @@ def decode_messages(topic: str, messages: Iterable[tuple[int, bytes]]) -> list[R
 
 
 class TopicReplay:
-    """The topic's messages, a micro-batch at a time, into the pipeline `open_pipeline` builds (at the first
-    micro-batch, caught up with what earlier runs consumed through `reads`)."""
+    """The topic's messages, a micro-batch at a time, into a pipeline over `warehouse` (built at the first
+    micro-batch, caught up with what earlier runs consumed through `reads`). A gap is held until the
+    publisher re-sends what a broker lost; `idle_publish_ms` and `coalesce_backlog` are the pipeline's."""
 
-    def __init__(self, topic: str, open_pipeline: Callable[[], MetadataPipeline], reads: TopicReads) -> None:
+    def __init__(
+        self, warehouse: Warehouse, source: SourceIdentity, topic: str, reads: TopicReads, *, idle_publish_ms: int,
+        coalesce_backlog: bool,
+    ) -> None:
         self.topic = topic
-        self.open_pipeline = open_pipeline
         self.reads = reads
+        self._open_pipeline = partial(
+            MetadataPipeline, warehouse, hold_gaps=True, idle_publish_ms=idle_publish_ms,
+            coalesce_backlog=coalesce_backlog, source=source,
+        )
         self.pipeline: MetadataPipeline | None = None
         self.pending_snapshot: PendingSnapshot | None = None
 
@@ -100,7 +110,7 @@ class TopicReplay:
     def _rebuilt(self, before_kafka_offset: int) -> MetadataPipeline:
         """The replay state after the topic's messages before `before_kafka_offset` (what earlier runs
         consumed; the sink skips what the warehouse already holds)."""
-        pipeline = self.open_pipeline()
+        pipeline = self._open_pipeline()
         for chunk in self.reads.messages_before(before_kafka_offset):
             self._apply(pipeline, chunk)
         return pipeline
