@@ -1,6 +1,7 @@
 """Operators' questions at scale: a warehouse of 1M partitions (the bootstrap of bench_jobs's synthetic
 controller log: 100k topics of 10 partitions, RF 3, 6 brokers) plus 20k churn batches of ISR shrinks/expands
-and leader moves, written by the same pipeline as `kraftlake ingest` (no broker, no Spark to write).
+and leader moves, written as a user writes it: the log as one segment, `kraftlake ingest`'s code with its
+defaults (a commit every 1,000 offsets, a backlog's images at geometric steps; no broker, no Spark to write).
 
 (1) `under_replicated` (Spark SQL over `partitions_history`, local[2], the session `kraftlake summary` starts:
 C1-only JIT): register the views (Spark reads the Delta tables with Delta's reader, delta-spark, when
@@ -24,9 +25,8 @@ from typing import Any
 from bench import row
 from bench.bench_jobs import Churn, controller_log
 from kraftlake.jobs.materialize import local_spark
-from kraftlake.lake.pipeline import MetadataPipeline
+from kraftlake.lake.ingest import ingest
 from kraftlake.lake.warehouse import Warehouse
-from kraftlake.records.batch import decode_batch
 
 PARTITIONS = 1_000_000
 CHURN_BATCHES = 20_000
@@ -48,18 +48,17 @@ s): not yet profiled; rerun on a quiet machine before reading anything into it.
 
 
 def build_warehouse(root: Path) -> tuple[Warehouse, int, list[tuple[str, int]]]:
-    """The 1M-partition warehouse with churn; returns it, its history row count and some churned partitions."""
+    """The 1M-partition warehouse with churn, written by `kraftlake ingest`'s code with its defaults from the
+    log as one segment; returns it, its history row count and some churned partitions."""
     log = controller_log(PARTITIONS)
     churn = Churn(log)
     for _ in range(CHURN_BATCHES):
         churn.batch()
+    directory = root / "log" / "__cluster_metadata-0"
+    directory.mkdir(parents=True)
+    (directory / "00000000000000000000.log").write_bytes(b"".join(log.batches))
     warehouse = Warehouse(root / "warehouse")
-    pipeline = MetadataPipeline(warehouse)
-    for number, raw in enumerate(log.batches):
-        pipeline.load(decode_batch(raw))
-        if number % 2000 == 1999:
-            pipeline.commit()
-    pipeline.commit()
+    ingest(directory, warehouse)
     rows = warehouse.table("partitions_history").to_pyarrow_table(columns=["from_offset"]).num_rows
     names = {topic_id: n for n, (topic_id, _, _) in enumerate(log.partitions)}
     churned = [(f"topic-{names[topic_id] // 10:07d}", partition) for topic_id, partition in list(churn.state)[:5]]

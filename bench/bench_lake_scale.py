@@ -1,8 +1,9 @@
 """The warehouse at 1M partitions (issue 9): image commits, commit-to-image latency and time travel.
 
 The warehouse is bench_jobs's synthetic bootstrap (100k topics of 10 partitions, RF 3, 6 brokers), written
-by `kraftlake.lake.pipeline.MetadataPipeline` (the streaming job's path from decoded batches to Delta) with an image
-every 2,000 batches, as a job catching up in micro-batches would. Then the steady state: bench_jobs's `Churn`
+by `kraftlake.lake.pipeline.MetadataPipeline` (the streaming job's path from decoded batches to Delta) as
+`kraftlake ingest` writes a log with its defaults: a commit every 1,000 offsets, and the images of a backlog
+(these batches are old) held at geometric steps (`coalesce_backlog`). Then the steady state: bench_jobs's `Churn`
 (PartitionChangeRecords of 1-5 ISR shrinks/expands and leader moves each, on random partitions) arrives at
 random moments, about 100 partition changes a second, and a 1 s processing-time trigger hands whatever has
 arrived to the pipeline (decode, replay, `commit()`: history append, merge into the current tables,
@@ -21,8 +22,11 @@ arrived to the pipeline (decode, replay, `commit()`: history append, merge into 
     in bench_jobs's steady state at 100k), and no reader's poll of `images`. Goal <= 2 s.
 (d) the CLI as users run it, each a new process (start to the last byte written to a file): `kraftlake
     ingest` of the bootstrap as one segment file with its defaults (goal <= 60 s, warehouse <= 1 GB on disk,
-    every file left included), then on that warehouse `kraftlake image --at-offset LAST --json` (goal <= 3 s)
-    and `--table partitions`, medians of 3.
+    every file left included), then on that warehouse what users read, medians of 3, each goal <= 3 s:
+    `kraftlake image --at-offset LAST --json` (the 1M-partition image, 580 MB of canonical JSON),
+    `--table partitions` (1M JSON lines), `kraftlake changes --from 0 --to 100000` (100k changed rows);
+    and `kraftlake replay LOG --json` of the same segment (no goal: its replay is item 1's), with the CPU
+    time of each beside its wall time.
 
 Wall-clock times on a shared machine: the load average is noted.
 """
@@ -33,6 +37,7 @@ import math
 import os
 import random
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -47,6 +52,7 @@ from bench import row
 from bench.bench_jobs import Churn, ControllerLog, controller_log
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.gc_pause import paused_collector
+from kraftlake.lake.ingest import DEFAULT_IMAGE_EVERY
 from kraftlake.lake.pipeline import MetadataPipeline
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
@@ -54,7 +60,6 @@ from kraftlake.records import RecordBatch
 from kraftlake.records.batch import decode_batch
 
 PARTITIONS = 1_000_000
-BOOTSTRAP_BATCHES_PER_IMAGE = 2_000
 CHANGES_PER_SECOND = 100
 TRIGGER_S = 1.0
 WARMUP_TRIGGERS = 5
@@ -65,9 +70,10 @@ GOAL_TIME_TRAVEL_S = 2.0
 GOAL_LATENCY_S = 2.0
 GOAL_INGEST_S = 60.0
 GOAL_INGEST_BYTES = 1 << 30
-GOAL_IMAGE_JSON_S = 3.0
+GOAL_READ_S = 3.0
+CHANGED_ROWS = 100_000
 CLI_REPEAT = 3
-KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli.main"]
+KRAFTLAKE = [sys.executable, "-m", "kraftlake"]
 
 # Kept under the table when BENCHMARKS.md is regenerated: how the layout was chosen, measured once.
 NOTES = """\
@@ -149,14 +155,18 @@ def _p(values: list[float], fraction: float) -> float:
 
 
 def build(log: ControllerLog, root: Path) -> tuple[Warehouse, MetadataPipeline]:
+    """The bootstrap as `kraftlake ingest` writes it with its defaults, keeping the pipeline for the churn."""
     warehouse = Warehouse(root / "warehouse")
-    pipeline = MetadataPipeline(warehouse)
+    pipeline = MetadataPipeline(warehouse, coalesce_backlog=True)
+    last_commit = -1
     with paused_collector():
-        for number, raw in enumerate(log.batches):
+        for raw in log.batches:
             pipeline.load(decode_batch(raw))
-            if number % BOOTSTRAP_BATCHES_PER_IMAGE == BOOTSTRAP_BATCHES_PER_IMAGE - 1:
+            if pipeline.loaded_offset - last_commit >= DEFAULT_IMAGE_EVERY:
                 pipeline.commit()
+                last_commit = pipeline.loaded_offset
         pipeline.commit()
+        pipeline.flush()
     return warehouse, pipeline
 
 
@@ -235,7 +245,7 @@ def time_travel(warehouse: Warehouse, pipeline: MetadataPipeline, churn_from: in
 
 
 def cli(log: ControllerLog, root: Path) -> list[dict[str, Any]]:
-    """(d): `kraftlake ingest` with its defaults, then `kraftlake image` of the last offset, as new processes."""
+    """(d): `kraftlake ingest` with its defaults, then the reads of that warehouse, as new processes."""
     directory = root / "log" / "__cluster_metadata-0"
     directory.mkdir(parents=True)
     (directory / "00000000000000000000.log").write_bytes(b"".join(log.batches))
@@ -255,22 +265,44 @@ def cli(log: ControllerLog, root: Path) -> list[dict[str, Any]]:
         row(f"goal: warehouse <= {GOAL_INGEST_BYTES / 1e9:.2f} GB", "met" if size <= GOAL_INGEST_BYTES else "NOT met",
             "", f"{size / 1e9:.2f} GB"),
     ]
-    at = str(log.last_offset)
-    for flag in (["--json"], ["--table", "partitions"]):
-        times, written = [], 0
-        for _ in range(CLI_REPEAT):
-            with (root / "out").open("wb") as out:
-                start = time.perf_counter()
-                subprocess.run([*KRAFTLAKE, "image", "--warehouse", str(warehouse), "--at-offset", at, *flag],
-                               stdout=out, check=True)
-                times.append(time.perf_counter() - start)
-            written = (root / "out").stat().st_size
-        rows.append(row(f"(d) `kraftlake image --at-offset {at} {' '.join(flag)}`", statistics.median(times),
-                        notes=f"median of {CLI_REPEAT}: {', '.join(f'{t:.1f}' for t in times)}; "
-                        f"{written / 1e6:.0f} MB written"))
-        if flag == ["--json"]:
-            rows.append(_goal("(d) image --json", statistics.median(times), GOAL_IMAGE_JSON_S))
+    return rows + reads(log, directory, warehouse, root / "out")
+
+
+def reads(log: ControllerLog, directory: Path, warehouse: Path, out: Path) -> list[dict[str, Any]]:
+    """(d): what users read back, each command a new process writing to a file, medians of `CLI_REPEAT`:
+    wall time from its start to its last byte, and its CPU time (user + system: what a loaded machine does
+    not inflate)."""
+    at, lake = str(log.last_offset), ["--warehouse", str(warehouse)]
+    changes = ["changes", *lake, "--from", "0", "--to", str(CHANGED_ROWS)]
+    commands: list[tuple[str, list[str], float | None]] = [
+        ("image --json", ["image", *lake, "--at-offset", at, "--json"], GOAL_READ_S),
+        ("image --table partitions", ["image", *lake, "--at-offset", at, "--table", "partitions"], GOAL_READ_S),
+        (f"changes over {CHANGED_ROWS:,} offsets", changes, GOAL_READ_S),
+        ("replay LOG --json (no goal: the replay is issue 21 item 1's)", ["replay", str(directory), "--json"], None),
+    ]
+    rows = []
+    for name, arguments, goal in commands:
+        runs = [_timed([*KRAFTLAKE, *arguments], out) for _ in range(CLI_REPEAT)]
+        wall, cpu = statistics.median(run[0] for run in runs), statistics.median(run[1] for run in runs)
+        written = out.read_bytes()
+        lines = written.count(b"\n")
+        rows.append(row(f"(d) `kraftlake {name}`", wall, notes=(
+            f"median of {CLI_REPEAT}: {', '.join(f'{run[0]:.2f}' for run in runs)} s wall; CPU {cpu:.2f} s; "
+            f"{len(written) / 1e6:.0f} MB, {lines:,} lines written")))
+        if goal is not None:
+            rows.append(_goal(f"(d) {name}", wall, goal))
     return rows
+
+
+def _timed(command: list[str], out: Path) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of `command` run with its output to `out`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with out.open("wb") as stdout:
+        start = time.perf_counter()
+        subprocess.run(command, stdout=stdout, check=True)
+        wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def run() -> list[dict[str, Any]]:
@@ -280,9 +312,10 @@ def run() -> list[dict[str, Any]]:
         start = time.perf_counter()
         warehouse, pipeline = build(log, Path(scratch))
         files = len(warehouse.table("partitions").file_uris())
-        rows.append(row(f"build: {PARTITIONS:,}-partition bootstrap, image every "
-                         f"{BOOTSTRAP_BATCHES_PER_IMAGE:,} batches", time.perf_counter() - start,
-                         notes=f"`partitions` current table: {files:,} files"))
+        images = warehouse.table("images").to_pyarrow_table(columns=["offset"]).num_rows
+        rows.append(row(f"build: {PARTITIONS:,}-partition bootstrap, `kraftlake ingest`'s defaults",
+                        time.perf_counter() - start,
+                        notes=f"{images} images; `partitions` current table: {files:,} files"))
         churn_from = log.next_offset
         figures = steady_state(pipeline, arrivals(log, WARMUP_TRIGGERS + MEASURED_TRIGGERS))
         commit, latency = statistics.median(figures["commit"]), statistics.median(figures["latency"])

@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TextIO
 
 import numpy as np
@@ -21,11 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kraftlake.image_schema.json_text import (
+    SLICE_ROWS,
     TEXT,
     Layout,
     buffer_of,
     canonical_layout,
     concat,
+    in_order,
     object_parts,
     value_parts,
     values_text,
@@ -40,8 +41,7 @@ from kraftlake.replay.topics import PartitionRegistration
 TOPIC_TABLES = ("topics", "partitions")
 _DEPTH = 1  # a section's value sits one level into the document
 _ID_TEXT = "__id_text"
-SLICE_ROWS = 131_072  # partitions written at once by one thread
-WRITERS = 2
+_NAME_ORDER = ("topic_name", "topic_id", _ID_TEXT)  # `sort_keys`' order of the topics section's partitions
 Chunks = Iterable[bytes | memoryview]
 
 
@@ -98,29 +98,44 @@ def _topics(topics: pa.Table, partitions: pa.Table, layout: Layout) -> Iterator[
     if topics.num_rows == 0:
         yield b"{}"
         return
-    partitions = partitions.filter(pc.is_in(partitions["topic_id"], topics["topic_id"]))
-    empty = topics.filter(pc.invert(pc.is_in(topics["topic_id"], partitions["topic_id"])))
     ordered = _by_name(partitions)
+    present = ordered["topic_id"].take(pa.array(_run_starts(ordered["topic_id"].combine_chunks())))
+    if not pc.all(pc.is_in(present, topics["topic_id"])).as_py():  # partitions of no topic are not shown
+        ordered = ordered.filter(pc.is_in(ordered["topic_id"], topics["topic_id"]))
+    empty = topics.filter(pc.invert(pc.is_in(topics["topic_id"], present)))
     yield b"{"
     if empty.num_rows:
         texts = _merge(_partition_texts(ordered, layout), ordered["topic_name"], _empty_topic_texts(empty, layout),
                        empty["name"])
         yield buffer_of(texts)[len(layout.item_separator):]  # every text starts with a separator
     else:
-        with ThreadPoolExecutor(max_workers=WRITERS) as writers:
-            runs = writers.map(lambda rows: buffer_of(_partition_texts(rows, layout)), _slices(ordered))
-            for number, run in enumerate(runs):
-                yield run[len(layout.item_separator):] if number == 0 else run
+        runs = in_order(lambda rows: _partition_texts(rows, layout), _slices(ordered))
+        for number, run in enumerate(runs):
+            yield run[len(layout.item_separator):] if number == 0 else run
     yield (layout.newline(_DEPTH) + "}").encode()
 
 
 def _by_name(partitions: pa.Table) -> pa.Table:
     """Partitions by topic name, topic id and the text of their id, with that text as `__id_text` (not
-    reordered when they already are: a warehouse's checkpoint usually is)."""
+    sorted when they already are in that order, as a warehouse's checkpoint usually is: checking takes a
+    fifth of the time of sorting 1M rows)."""
     keyed = partitions.append_column(_ID_TEXT, pc.cast(partitions["partition_id"], pa.string()))
-    order = pc.sort_indices(keyed, [("topic_name", "ascending"), ("topic_id", "ascending"),
-                                    (_ID_TEXT, "ascending")]).to_numpy()
-    return keyed if np.all(order == np.arange(len(order))) else keyed.take(pa.array(order))
+    if _in_order(keyed, _NAME_ORDER):
+        return keyed
+    return keyed.take(pc.sort_indices(keyed, [(column, "ascending") for column in _NAME_ORDER]))
+
+
+def _in_order(table: pa.Table, columns: tuple[str, ...]) -> bool:
+    """Whether each row is at or after the one before it, by `columns` (a null anywhere: not known to be)."""
+    count = table.num_rows
+    if count < 2:
+        return True
+    in_order: pa.ChunkedArray | None = None
+    for column in reversed(columns):  # by the last column, then each earlier one decides where it differs
+        before, after = table[column].slice(0, count - 1), table[column].slice(1)
+        in_order = (pc.less_equal(before, after) if in_order is None
+                    else pc.or_(pc.less(before, after), pc.and_(pc.equal(before, after), in_order)))
+    return in_order is None or bool(pc.all(pc.fill_null(in_order, False)).as_py())
 
 
 def _slices(ordered: pa.Table) -> list[pa.Table]:
@@ -141,10 +156,9 @@ def _partition_texts(ordered: pa.Table, layout: Layout) -> pa.Array:
     fields = {camel_case(name): ordered[name] for name in PartitionRegistration._fields}
     starts = _run_starts(ordered["topic_id"].combine_chunks())
     ends = np.append(starts[1:], ordered.num_rows) - 1
-    firsts, lasts = ordered.take(pa.array(starts)), ordered.take(pa.array(ends))
-    opening = concat(_topic_opening(values_text(firsts["topic_name"], layout, _DEPTH + 1), layout), "{")
-    closing = concat(layout.newline(depth - 1), "}", _topic_closing(values_text(lasts["topic_id"], layout,
-                                                                                _DEPTH + 2), layout))
+    names, ids = ordered["topic_name"].take(pa.array(starts)), ordered["topic_id"].take(pa.array(ends))
+    opening = concat(_topic_opening(values_text(names, layout, _DEPTH + 1), layout), "{")
+    closing = concat(layout.newline(depth - 1), "}", _topic_closing(values_text(ids, layout, _DEPTH + 2), layout))
     return concat(layout.item_separator, _spread(opening, starts, ordered.num_rows), layout.newline(depth),
                   *value_parts(ordered[_ID_TEXT], layout, depth), layout.key_separator,
                   *object_parts(fields, layout, depth), _spread(closing, ends, ordered.num_rows))

@@ -11,7 +11,9 @@ one is printable ASCII without a quote or backslash, else by `json.dumps` one by
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -20,6 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 TEXT = pa.large_string()  # texts of a million rows pass 2 GiB of 32-bit offsets well before a join does
+SLICE_ROWS = 32_768  # rows written at once by one thread
+WRITERS = 2  # threads writing slices (Arrow's kernels release the GIL)
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,11 @@ class Choice:
     index: np.ndarray
     options: tuple[str, ...]
 
+    @staticmethod
+    def constant(text: str, count: int) -> Choice:
+        """`text` on each of `count` rows."""
+        return Choice(np.zeros(count, dtype=np.int64), (text,))
+
     def then(self, other: Choice | str) -> Choice:
         if isinstance(other, str):
             return Choice(self.index, tuple(option + other for option in self.options))
@@ -68,6 +77,14 @@ class Choice:
 
     def texts(self) -> pa.Array:
         return pa.array(self.options, TEXT).take(pa.array(self.index))
+
+    def shared(self) -> str | None:
+        """The text every row chose when they all chose the same (a column of one value, of empty lists):
+        the joining pass takes it as a constant, which costs nothing per row. None: rows differ."""
+        if len(self.index) == 0:
+            return ""
+        first = int(self.index[0])
+        return self.options[first] if len(self.options) == 1 or np.all(self.index == first) else None
 
 
 Part: TypeAlias = str | pa.Array | Choice
@@ -85,10 +102,8 @@ def value_parts(values: pa.Array | pa.ChunkedArray, layout: Layout, depth: int) 
     array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     kind = array.type
     parts: Parts
-    if pa.types.is_integer(kind):
-        parts = [pc.cast(array, TEXT)]
-    elif pa.types.is_boolean(kind):
-        parts = [pc.if_else(array, pa.scalar("true", TEXT), pa.scalar("false", TEXT))]
+    if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
+        parts = [_scalars_text(array)]
     elif (pa.types.is_string(kind) or pa.types.is_large_string(kind)) and _plain(array):
         parts = ['"', array.cast(TEXT), '"']
     elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
@@ -102,6 +117,17 @@ def value_parts(values: pa.Array | pa.ChunkedArray, layout: Layout, depth: int) 
     return parts
 
 
+def _scalars_text(array: pa.Array) -> pa.Array | Choice:
+    """Integers or booleans as text; a column of one value as a `Choice` of its one text."""
+    if array.null_count == 0 and len(array):
+        least, most = pc.min_max(array).values()
+        if least == most:
+            return Choice.constant(json.dumps(least.as_py()), len(array))
+    if pa.types.is_boolean(array.type):
+        return pc.if_else(array, pa.scalar("true", TEXT), pa.scalar("false", TEXT))
+    return pc.cast(array, TEXT)
+
+
 def _plain(strings: pa.Array) -> bool:
     """Whether every string is printable ASCII without a quote or backslash (json writes it unchanged),
     checked on the bytes of all of them at once."""
@@ -111,13 +137,17 @@ def _plain(strings: pa.Array) -> bool:
     if data is None or len(strings) == 0 or offsets[-1] == offsets[0]:
         return True
     text = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]]
-    return bool(np.all((text >= 0x20) & (text <= 0x7E) & (text != 0x22) & (text != 0x5C)))
+    outside = text - np.uint8(0x20) > 0x7E - 0x20  # below 0x20 wraps around: one comparison for both ends
+    return not np.any(outside | (text == 0x22) | (text == 0x5C))
 
 
 def _list_parts(array: pa.Array, layout: Layout, depth: int) -> Parts:
     """`[]` when empty, else the elements one per line a level deeper (on one line without indent). Plain
     strings and integers are joined as they are, their quotes in the separator."""
     values, inner = array.values, layout.newline(depth + 1)
+    empty = pc.fill_null(pc.equal(pc.list_value_length(array), 0), False).to_numpy(zero_copy_only=False)
+    if empty.all():  # no element to write: no pass over the elements
+        return [Choice.constant("[]", len(array))]
     quote = ""
     if pa.types.is_integer(values.type):
         elements = pc.cast(values, TEXT)
@@ -127,7 +157,6 @@ def _list_parts(array: pa.Array, layout: Layout, depth: int) -> Parts:
         elements = values_text(values, layout, depth + 1)
     lists = pa.LargeListArray.from_arrays(pc.cast(array.offsets, pa.int64()), elements)
     joined = pc.binary_join(lists, pa.scalar(f"{quote}{layout.item_separator}{inner}{quote}", TEXT))
-    empty = pc.fill_null(pc.equal(pc.list_value_length(array), 0), False).to_numpy(zero_copy_only=False)
     whether = empty.astype(np.int64)  # 0: has elements, 1: empty
     closing = f"{quote}{layout.newline(depth)}]"
     return [Choice(whether, (f"[{inner}{quote}", "[")), joined, Choice(whether, (closing, "]"))]
@@ -164,15 +193,45 @@ def concat(*parts: Part | pa.ChunkedArray) -> pa.Array:
             merged[-1] = part.after(last)
         else:
             merged[-1] = last + part
-    scalars = [pa.scalar(part, TEXT) if isinstance(part, str) else part.texts() if isinstance(part, Choice)
-               else part for part in merged]
-    return pc.binary_join_element_wise(*scalars, pa.scalar("", TEXT))
+    constants = [_constant(part) for part in merged]
+    if all(text is not None for text in constants):  # no column to give the row count: the choices keep it
+        constants = [part if isinstance(part, str) else None for part in merged]
+    columns = [pa.scalar(text, TEXT) if text is not None else part.texts() if isinstance(part, Choice) else part
+               for part, text in zip(merged, constants, strict=True)]
+    return pc.binary_join_element_wise(*columns, pa.scalar("", TEXT))
+
+
+def _constant(part: Part) -> str | None:
+    """The part's text when it is the same on every row (None: a column)."""
+    return part if isinstance(part, str) else part.shared() if isinstance(part, Choice) else None
 
 
 def row_lines(table: pa.Table) -> pa.Array:
     """Each row as `json.dumps(row, sort_keys=True)` writes it, newline included (`image --table`)."""
     text = objects_text({name: table.column(name) for name in table.column_names}, JSON_LINES, 0)
     return concat(text, "\n")
+
+
+def row_line_chunks(table: pa.Table) -> Iterator[memoryview]:
+    """`row_lines` of `table`, written by slices of `SLICE_ROWS` rows (`in_order`)."""
+    return in_order(row_lines, [table.slice(start, SLICE_ROWS) for start in range(0, table.num_rows, SLICE_ROWS)])
+
+
+def in_order(texts: Callable[[pa.Table], pa.Array], slices: Iterable[pa.Table]) -> Iterator[memoryview]:
+    """The bytes of `texts` of each slice, in order, built on `WRITERS` threads while the caller writes the
+    ones before: at most `WRITERS` slices ahead of it, so a slow reader of the output holds a few slices in
+    memory, not the whole text (and the pool reuses their memory instead of faulting in new pages)."""
+    def build(rows: pa.Table) -> memoryview:
+        return buffer_of(texts(rows))
+
+    with ThreadPoolExecutor(max_workers=WRITERS) as writers:
+        pending: deque[Future[memoryview]] = deque()
+        for rows in slices:
+            pending.append(writers.submit(build, rows))
+            if len(pending) > WRITERS:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 def buffer_of(texts: pa.Array) -> memoryview:

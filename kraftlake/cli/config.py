@@ -7,7 +7,6 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from kraftlake.cli.broker import default_data_dir, running_broker
 from kraftlake.cli.errors import UserFacingError
 from kraftlake.settings import SettingsError, load_kraftlake
 from kraftlake.settings.flags import WarehouseLocation, add_warehouse_arguments, warehouse_location
@@ -27,6 +26,8 @@ def resolve_bootstrap(explicit: str | None, data_dir: Path | None = None) -> str
     from_env = os.environ.get(BOOTSTRAP_ENV, "").strip()
     if from_env:
         return from_env
+    from kraftlake.cli.broker import default_data_dir, running_broker  # the Kafka client: only when asked
+
     local_dir = data_dir if data_dir is not None else default_data_dir()
     state = running_broker(local_dir)
     if state is not None:

@@ -34,7 +34,7 @@ from kraftlake.lake.errors import TimeTravelError, UnknownKeyError, not_a_wareho
 from kraftlake.lake.handles import OPEN_TABLES
 from kraftlake.lake.history import KeyParser, Version, change_lines, versions
 from kraftlake.lake.scan import AnyOf, Selection, Where, scan
-from kraftlake.lake.time_travel import ImageRow, WarehouseImage, apply_changes, image_row, one_chunk
+from kraftlake.lake.time_travel import ImageRow, WarehouseImage, apply_changes, image_row, one_chunk, some_chunk
 from kraftlake.lake.warehouse import (
     BATCHES,
     IMAGE_CHECKPOINTS,
@@ -271,7 +271,7 @@ class WarehouseReader:
         base = (self.scan(image_checkpoint_table(name), [Where("checkpoint_offset", "=", since)], schema.names)
                 if since >= 0 else schema.empty_table())
         changes = self.scan(history_name(name), self._history_since(since, offset))
-        return one_chunk(apply_changes(base, changes, TABLES[name].key) if changes.num_rows else base)
+        return some_chunk(apply_changes(base, changes, TABLES[name].key) if changes.num_rows else base)
 
     @staticmethod
     def _history_since(after: int, through: int) -> list[Where]:

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from kraftlake.image_schema import canonical
-from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.image_schema.canonical import canonical_json, tables_chunks
+from kraftlake.image_schema.tables import TABLES
 from kraftlake.records import metadata_types as mt
 from kraftlake.replay.canonical import REDACTED
 from kraftlake.replay.fields import camel_case
@@ -123,3 +124,18 @@ def test_slices_written_on_several_threads_join_into_the_same_text(monkeypatch: 
     monkeypatch.setattr(canonical, "SLICE_ROWS", 7)
     assert len(canonical._slices(canonical._by_name(canonical._tables(image)["partitions"]))) > 5
     assert canonical_json(image, indent=2) == whole
+
+
+def test_partitions_already_in_order_are_written_as_those_out_of_order() -> None:
+    """A warehouse's rows usually come in the section's order (not sorted again), an image's do not; ties on
+    the name are broken by topic id, then by the id's text ("10" before "9")."""
+    image = _awkward_image()
+    tables = {name: spec.arrow([values for _, values in spec.image_rows(image)]) for name, spec in TABLES.items()}
+    partitions = tables["partitions"]
+    ordered = canonical._by_name(partitions).drop_columns([canonical._ID_TEXT])
+    assert not ordered.equals(partitions)
+    assert canonical._in_order(canonical._by_name(ordered), canonical._NAME_ORDER)
+    assert not canonical._in_order(canonical._by_name(partitions).take([1, 0]), canonical._NAME_ORDER)
+    texts = {order: b"".join(tables_chunks({**tables, "partitions": rows}, image.provenance, indent=2)).decode()
+             for order, rows in (("as built", partitions), ("in order", ordered), ("reversed", ordered[::-1]))}
+    assert texts["in order"] == texts["as built"] == texts["reversed"] == canonical_json(image, indent=2)

@@ -32,10 +32,8 @@ def run(args: argparse.Namespace) -> int:
     except (RecordFormatError, ReplayError) as error:
         raise UserFacingError(str(error)) from None
     if args.json:
-        from kraftlake.cli.commands.warehouse import text_memory
         from kraftlake.image_schema.canonical import image_chunks, write_chunks
 
-        text_memory()
         write_chunks(image_chunks(result.image, indent=2), sys.stdout)
     else:
         print(summary(result))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -121,22 +121,11 @@ def parse_time(text: str) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def text_memory() -> None:
-    """Arrow's jemalloc pool for a command that writes a big text: the default (mimalloc) hands the freed
-    buffers of each slice back to the OS and faults them in again (1M partitions: 3.3-4.8 s of system
-    time, 1.2-1.8 s with jemalloc). Builds without jemalloc keep their default."""
-    import pyarrow as pa
-
-    with suppress(NotImplementedError):
-        pa.set_memory_pool(pa.jemalloc_memory_pool())
-
-
 def run_image(args: argparse.Namespace) -> int:
     """`--json` and `--table` write their text from the Arrow tables in a few buffers (`kraftlake.image_schema`)."""
     from kraftlake.image_schema.canonical import write_chunks
-    from kraftlake.image_schema.json_text import buffer_of, row_lines
+    from kraftlake.image_schema.json_text import row_line_chunks
 
-    text_memory()
     reader = open_reader(args)
     with lake_errors(reader.uri):
         offset = args.at_offset if args.at_offset is not None else reader.offset_at(parse_time(args.at_time))
@@ -146,7 +135,7 @@ def run_image(args: argparse.Namespace) -> int:
     elif args.table:
         if args.table not in image.tables:
             raise UserFacingError(f"no table {args.table!r}; tables: {', '.join(image.tables)}")
-        write_chunks([buffer_of(row_lines(image.tables[args.table]))], sys.stdout, end=b"")
+        write_chunks(row_line_chunks(image.tables[args.table]), sys.stdout, end=b"")
     else:
         provenance = image.provenance
         print(f"image at offset {provenance.offset} (epoch {provenance.epoch}, log time {provenance.log_time_ms})")
