@@ -47,7 +47,7 @@ def test_the_streaming_job_takes_the_cli_settings(tmp_path: Path, monkeypatch: p
     assert (defaults.idle_publish_seconds, defaults.coalesce_backlog, defaults.trigger_seconds) == (
         settings.idle_publish_seconds, settings.coalesce_backlog, settings.trigger_seconds)
     assert (defaults.warehouse, defaults.spark_checkpoint) == (settings.warehouse, settings.checkpoint)
-    with pytest.raises(SettingsError, match="kafka.bootstrap_servers.*--bootstrap-servers"):
+    with pytest.raises(SettingsError, match=r"kafka\.bootstrap_servers.*--bootstrap-servers"):
         parse_args([])
     with pytest.raises(SettingsError, match="trigger_seconds must be positive"):
         parse_args(["--bootstrap-servers", "127.0.0.1:2", "--trigger-seconds", "0"])
