@@ -59,6 +59,13 @@ small batches) kraftlake is within 2.92x. An operator's questions go the other w
 partition from the warehouse (0.80 s) against `kafka-dump-log` over the segment filtered by a script (11.4 s),
 14x; the whole 1M-partition image at the last offset as canonical JSON (4.72 s) against Kafka's loader
 replaying the log from offset 0 in a fresh JVM (7.16 s, no output written), 1.5x.
+
+After the replay work of issue 21 item 1 (2026-11-25 10:59 UTC, load 15-18: other engineers' tests and
+benchmarks beside it): 4.01x decode excluded (3.44 s against Kafka's 0.86 s; 6.15x with decode), 2.26x on
+the longest real sample. The same load, old and new code back to back in one process each (bench_replay's
+`replay()`, median of 3): 6.57 -> 3.07 s CPU. Most of it is the cyclic collector, now paused during every
+bulk replay (`replay.gc_pause`); the rest the loader's shorter hot path. The remaining gap is memory latency
+on the churn (README, "How fast replay is"). Operators' figures of this run are inflated by the load.
 """
 
 

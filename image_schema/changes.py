@@ -8,6 +8,7 @@ changed. An aborted transaction emits nothing. A snapshot load is diffed table b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from kraftlake.image_schema.spec import Key, TouchedRows, Values
@@ -25,6 +26,10 @@ class RowVersion(NamedTuple):
     row: Values | None
     offset: int
 
+
+RowReader = Callable[[MetadataDelta, Key], Values | None]
+ROW_READERS: dict[str, RowReader] = {name: spec.row for name, spec in TABLES.items()}
+_new_version = tuple.__new__  # RowVersion without its Python-level __new__: one per row of a bootstrap
 
 TOUCHED_ROWS: dict[type, TouchedRows] = {
     record_type: touched for sub_image in SUB_IMAGE_TABLES for record_type, touched in sub_image.touched_rows.items()
@@ -61,7 +66,8 @@ class ChangeRecorder:
     """A LoaderObserver that turns visibility into row versions, collected until `take()`."""
 
     def __init__(self) -> None:
-        self._pending: dict[tuple[str, Key], Values | None] = {}
+        # (table, key) -> (its table's row reader, the row's value before)
+        self._pending: dict[tuple[str, Key], tuple[RowReader, Values | None]] = {}
         self._versions: list[RowVersion] = []
 
     def before_replay(self, offset: int, message: Any, delta: MetadataDelta) -> None:
@@ -71,15 +77,17 @@ class ChangeRecorder:
         pending = self._pending
         for table_key in touched(message, delta):
             if table_key not in pending:
-                pending[table_key] = TABLES[table_key[0]].row(delta, table_key[1])
+                read = ROW_READERS[table_key[0]]
+                pending[table_key] = (read, read(delta, table_key[1]))
 
     def became_visible(self, offset: int, delta: MetadataDelta) -> None:
         if not self._pending:
             return
-        for (table, key), before in self._pending.items():
-            after = TABLES[table].row(delta, key)
+        append = self._versions.append
+        for (table, key), (read, before) in self._pending.items():
+            after = read(delta, key)
             if after != before:
-                self._versions.append(RowVersion(table, key, after, offset))
+                append(_new_version(RowVersion, (table, key, after, offset)))
         self._pending.clear()
 
     def transaction_aborted(self, offset: int) -> None:

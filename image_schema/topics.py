@@ -4,6 +4,7 @@ of a bootstrap: a million-partition image builds a million rows)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
@@ -55,15 +56,13 @@ def _topic_row(delta: MetadataDelta, key: Key) -> Values | None:
 
 
 def _partition_row(delta: MetadataDelta, key: Key) -> Values | None:
-    topics = delta.topics_delta()
-    topic = topics.topic(key[0])
-    if topic is None:
-        return None
-    partition = topics.partition(key[0], key[1])
-    return None if partition is None else partition_values(key[0], topic.name, key[1], partition)
+    found = delta.topics_delta().named_partition(key[0], key[1])
+    return None if found is None else partition_values(key[0], found[0], key[1], found[1])
 
 
 # -- rows each record touches ---------------------------------------------------------------------------
+
+_PARTITION_KEY = attrgetter("topic_id", "partition_id")  # a record's partitions key, in one C call
 
 
 def _topic_and_partitions(delta: MetadataDelta, topic_id: str) -> Iterator[tuple[str, Key]]:
@@ -165,8 +164,8 @@ TOPICS = SubImageTables(
     ),
     {
         mt.TopicRecord: lambda r, delta: _topic_and_partitions(delta, r.topic_id),
-        mt.PartitionRecord: single("partitions", lambda r: (r.topic_id, r.partition_id)),
-        mt.PartitionChangeRecord: single("partitions", lambda r: (r.topic_id, r.partition_id)),
+        mt.PartitionRecord: single("partitions", _PARTITION_KEY),
+        mt.PartitionChangeRecord: single("partitions", _PARTITION_KEY),
         mt.RemoveTopicRecord: _removed_topic,
         mt.ClearElrRecord: _cleared_elr,
     },

@@ -79,7 +79,9 @@ class MetadataDelta:
     def __init__(self, image: MetadataImage) -> None:
         self.image = image
         self.deltas: dict[str, Any] = {}
-        self._handlers: dict[type, Callable[[Any], Any]] = {}
+        # record type -> the bound method that replays it, filled on first use; never a transaction marker
+        # (the loader reads it to skip `replay`'s call on its hot path)
+        self.handlers: dict[type, Callable[[Any], Any]] = {}
 
     def _delta(self, name: str) -> Any:
         delta = self.deltas.get(name)
@@ -87,50 +89,50 @@ class MetadataDelta:
             delta = self.deltas[name] = _DELTA_TYPES[name](getattr(self.image, name))
         return delta
 
-    def _reader(self, name: str) -> Any:
-        """The sub-delta `name` to read from: the live one, or a detached empty one on the image (reading
-        creates nothing, so `apply` still hands the unchanged sub-image on)."""
-        delta = self.deltas.get(name)
-        return delta if delta is not None else _DELTA_TYPES[name](getattr(self.image, name))
+    def _detached(self, name: str) -> Any:
+        """An empty sub-delta on the image, for reading `name` when no live one exists: reading creates nothing,
+        so `apply` still hands the unchanged sub-image on. (The typed readers below look for the live one
+        inline: the change recorder reads a row twice per record.)"""
+        return _DELTA_TYPES[name](getattr(self.image, name))
 
     # The sub-image contract: one typed reader per sub-image (Kafka's `topicsDelta()` and siblings).
 
     def features_delta(self) -> FeaturesDelta:
-        return self._reader("features")
+        return self.deltas.get("features") or self._detached("features")
 
     def cluster_delta(self) -> ClusterDelta:
-        return self._reader("cluster")
+        return self.deltas.get("cluster") or self._detached("cluster")
 
     def topics_delta(self) -> TopicsDelta:
-        return self._reader("topics")
+        return self.deltas.get("topics") or self._detached("topics")
 
     def configs_delta(self) -> ConfigurationsDelta:
-        return self._reader("configs")
+        return self.deltas.get("configs") or self._detached("configs")
 
     def client_quotas_delta(self) -> ClientQuotasDelta:
-        return self._reader("client_quotas")
+        return self.deltas.get("client_quotas") or self._detached("client_quotas")
 
     def producer_ids_delta(self) -> ProducerIdsDelta:
-        return self._reader("producer_ids")
+        return self.deltas.get("producer_ids") or self._detached("producer_ids")
 
     def acls_delta(self) -> AclsDelta:
-        return self._reader("acls")
+        return self.deltas.get("acls") or self._detached("acls")
 
     def scram_delta(self) -> ScramDelta:
-        return self._reader("scram")
+        return self.deltas.get("scram") or self._detached("scram")
 
     def delegation_tokens_delta(self) -> DelegationTokensDelta:
-        return self._reader("delegation_tokens")
+        return self.deltas.get("delegation_tokens") or self._detached("delegation_tokens")
 
     def voters_delta(self) -> VotersDelta:
-        return self._reader("voters")
+        return self.deltas.get("voters") or self._detached("voters")
 
     def replay(self, message: Any) -> None:
         """Apply one metadata record (not a transaction marker: the loader consumes those)."""
         try:
-            handler = self._handlers[type(message)]
+            handler = self.handlers[type(message)]
         except KeyError:  # first record of its type in this delta (a miss costs nothing in the common case)
-            handler = self._handlers[type(message)] = self._handler_for(type(message))
+            handler = self.handlers[type(message)] = self._handler_for(type(message))
         handler(message)
 
     def _handler_for(self, record_type: type) -> Callable[[Any], Any]:

@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from kraftlake.records import RecordBatch, SnapshotId
+from kraftlake.records import Record, RecordBatch, SnapshotId
 from kraftlake.records import metadata_types as mt
 from kraftlake.records.control_types import SnapshotHeaderRecord
-from kraftlake.replay.delta import QUORUM_CONTROL_TYPES, TRANSACTION_MARKERS, MetadataDelta
+from kraftlake.replay.delta import QUORUM_CONTROL_TYPES, MetadataDelta
 from kraftlake.replay.errors import ReplayError
 from kraftlake.replay.image import EMPTY_IMAGE, MetadataImage, Provenance
 
@@ -109,32 +109,43 @@ class BatchLoader:
                 if type(record.message) in QUORUM_CONTROL_TYPES:
                     self._replay_quorum_record(record.offset, record.message)
         else:
-            records = batch.records
-            # Fast path (the replay hot path): a metadata record outside any transaction, nobody observing,
-            # only goes to the delta; everything else takes `_replay` and its state machine.
-            plain = self._observer is None
-            replay = self.delta.replay
-            for index, record in enumerate(records):
-                message = record.message
-                try:
-                    if plain and self.transaction is _NONE and type(message) not in TRANSACTION_MARKERS:
-                        self.has_seen_record = True
-                        replay(message)
-                        continue
-                    self._replay(record.offset, message)
-                except ReplayError as error:
-                    if index:
-                        self.last_offset = records[index - 1].offset
-                    raise error.at(record.offset, source) from None
-                if self.transaction is TransactionState.STARTED and (index > 0 or self.num_batches > 0):
-                    if index:
-                        self.last_offset = records[index - 1].offset  # the pending image ends before the Begin
-                    self._publish_pending(aligned=index == 0)
-                    self.transaction = TransactionState.STARTED
-                replay = self.delta.replay
+            self._load_records(batch.records, source)
         self.last_offset = batch.last_offset
         self.num_bytes += batch.size_in_bytes
         self.num_batches += 1
+
+    def _load_records(self, records: tuple[Record, ...], source: str | None) -> None:
+        """The replay hot path: outside any transaction, a record of a type the delta already handles goes
+        straight to its handler (with the observer's two calls around it, as `_replay` would make them);
+        anything else (a marker, a first record of its type) takes `_replay` and its state machine."""
+        observer = self._observer
+        delta = self.delta
+        handlers = delta.handlers
+        for index, record in enumerate(records):
+            message = record.message
+            try:
+                handler = handlers.get(type(message)) if self.transaction is _NONE else None
+                if handler is not None:
+                    self.has_seen_record = True
+                    if observer is None:
+                        handler(message)
+                    else:
+                        observer.before_replay(record.offset, message, delta)
+                        handler(message)
+                        observer.became_visible(record.offset, delta)
+                    continue
+                self._replay(record.offset, message)
+            except ReplayError as error:
+                if index:
+                    self.last_offset = records[index - 1].offset
+                raise error.at(record.offset, source) from None
+            if self.transaction is TransactionState.STARTED and (index > 0 or self.num_batches > 0):
+                if index:
+                    self.last_offset = records[index - 1].offset  # the pending image ends before the Begin
+                self._publish_pending(aligned=index == 0)
+                self.transaction = TransactionState.STARTED
+            delta = self.delta
+            handlers = delta.handlers
 
     def _replay(self, offset: int, message: Any) -> None:
         kind = type(message)

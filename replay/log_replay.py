@@ -22,6 +22,7 @@ from kraftlake.records.files import (
 )
 from kraftlake.records.headers import HeaderCheckError
 from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.gc_pause import paused_collector
 from kraftlake.replay.image import EMPTY_IMAGE, MetadataImage
 from kraftlake.replay.loader import BatchLoader, Publisher, TransactionState
 
@@ -120,7 +121,11 @@ def replay_sources(
     image: MetadataImage = EMPTY_IMAGE,
 ) -> ReplayResult:
     """Replay `sources` in order, as one commit (one publish at the end, plus those transactions force)."""
-    loader = BatchLoader(publish, image)
+    with paused_collector():
+        return _replay_sources(sources, to_offset, BatchLoader(publish, image))
+
+
+def _replay_sources(sources: Iterable[Source], to_offset: int | None, loader: BatchLoader) -> ReplayResult:
     reader = LogReader()
     batch_count = record_count = 0
     aligned = True

@@ -40,7 +40,7 @@ class PartitionRegistration(NamedTuple):
         replicas = record.replicas
         return _new_partition(cls, (  # positional: the replay hot path (see bench/bench_replay.py)
             replicas,
-            record.directories or _migrating(len(replicas)),
+            record.directories or _MIGRATING[len(replicas)],
             record.isr,
             record.removing_replicas,
             record.adding_replicas,
@@ -85,23 +85,26 @@ def _placed(replicas: tuple[int, ...], directories: tuple[str, ...]) -> tuple[st
     """Kafka's merge of a replica or directory change: the record's directories, else the partition's as they
     were (Kafka does not move them with their replicas); all MIGRATING (or none) stretch to the replicas."""
     if set(directories) <= {MIGRATING_DIRECTORY}:
-        return _migrating(len(replicas))
+        return _MIGRATING[len(replicas)]
     if len(directories) != len(replicas):
         raise ReplayError("The lengths for replicas and directories do not match")
     return directories
 
 
 _new_partition = tuple.__new__
-_MIGRATING = [(MIGRATING_DIRECTORY,) * count for count in range(16)]
 
 
-def _migrating(replica_count: int) -> tuple[str, ...]:
-    """Kafka fills a missing directory list (records before 3.7-IV2) with MIGRATING per replica; one shared
-    tuple per usual replica count (a million partitions need not hold a million copies)."""
-    try:
-        return _MIGRATING[replica_count]
-    except IndexError:
-        return (MIGRATING_DIRECTORY,) * replica_count
+class _Migrating(dict[int, tuple[str, ...]]):
+    """Kafka fills a missing directory list (records before 3.7-IV2) with MIGRATING per replica: one shared
+    tuple per replica count (a million partitions need not hold a million copies), found by a subscript
+    (no Python call on the replay hot path)."""
+
+    def __missing__(self, replica_count: int) -> tuple[str, ...]:
+        directories = self[replica_count] = (MIGRATING_DIRECTORY,) * replica_count
+        return directories
+
+
+_MIGRATING = _Migrating()
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,21 @@ class TopicsDelta:
         topic = None if topic_id in self.deleted else self.image.by_id.get(topic_id)
         return None if topic is None else topic.partitions.get(partition_id)
 
+    def named_partition(self, topic_id: str, partition_id: int) -> tuple[str, PartitionRegistration] | None:
+        """(topic name, partition) as this delta leaves them, None if either is gone: `topic` and `partition`
+        in one lookup, for the change recorder (two per record of a bootstrap)."""
+        delta = self.changed.get(topic_id)
+        if delta is not None:
+            name = delta.image.name
+            partition = delta.partition_changes.get(partition_id) or delta.image.partitions.get(partition_id)
+        else:
+            topic = None if topic_id in self.deleted else self.image.by_id.get(topic_id)
+            if topic is None:
+                return None
+            name = topic.name
+            partition = topic.partitions.get(partition_id)
+        return None if partition is None else (name, partition)
+
     def partition_ids(self, topic_id: str) -> list[int]:
         delta = self.changed.get(topic_id)
         if delta is not None:
@@ -197,10 +215,11 @@ class TopicsDelta:
 
     def replay_partition_change(self, record: Any) -> None:
         delta = self.changed.get(record.topic_id) or self._topic_delta(record.topic_id)
-        partition = delta.partition(record.partition_id)
+        changes = delta.partition_changes
+        partition = changes.get(record.partition_id) or delta.image.partitions.get(record.partition_id)
         if partition is None:
             raise ReplayError(f"Unable to find partition {record.topic_id}:{record.partition_id}")
-        delta.partition_changes[record.partition_id] = partition.merge(record)
+        changes[record.partition_id] = partition.merge(record)
 
     def replay_remove_topic(self, record: Any) -> str:
         """Removes the topic; returns its name (its configs go with it)."""

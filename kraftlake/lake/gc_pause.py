@@ -1,33 +1,20 @@
 """Python's cyclic garbage collector, paused while the job replays a micro-batch (or ingests a log).
 
-Replay allocates millions of small objects (records, partition registrations, row tuples) and nearly all of
-them live on, in the image or until they are written. Allocation keeps triggering collections, and each time
-the surviving heap has grown by a quarter a full collection rescans all of it: measured on a 100k-partition
-bootstrap, that was more CPU than the replay itself. Replay makes no reference cycles, so pausing the
-collector loses nothing; afterwards one collection reclaims whatever cycles other code left, and after a big
-unit of work the survivors are frozen (`gc.freeze`) so later collections never rescan the image.
+The pause is `replay.gc_pause`'s (why it loses nothing: see there; row tuples waiting to be written are as
+acyclic as the image). The job's driver and `follow` live long and run other code (Spark's, delta-rs's), so
+after a big unit of work one collection reclaims whatever cycles that code left before the survivors are
+frozen.
 """
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-# Freeze only after work that left this many new objects: a bootstrap or catch-up, not a steady-state
-# micro-batch, so that little else (Spark's per-batch objects) is frozen along with the image.
-FREEZE_ABOVE_OBJECTS = 100_000
+from kraftlake.replay.gc_pause import paused_collector as replay_paused
 
 
 @contextmanager
 def paused_collector() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with replay_paused(collect=True):
         yield
-    finally:
-        if gc.get_count()[0] > FREEZE_ABOVE_OBJECTS:
-            gc.collect()
-            gc.freeze()
-        if enabled:
-            gc.enable()
