@@ -110,7 +110,8 @@ def run() -> list[dict[str, Any]]:
             time.sleep(5)  # the follower creates the topic and catches up
             watcher.start()
             rows += latency(admin, watcher, MaterializeConfig(cluster.bootstrap_servers, topic,
-                                                              str(Path(root) / "warehouse"), Path(root) / "unused"))
+                                                              str(Path(root) / "warehouse"), Path(root) / "unused",
+                                                              idle_publish_seconds=0.0, coalesce_backlog=False))
             idle = usage(process.pid, SAMPLE_S)
             churn_names = iter(range(1_000_000))
 

@@ -49,11 +49,12 @@ from kraftlake.cli.broker import LocalBroker
 from kraftlake.image_schema.canonical import canonical_json
 from kraftlake.image_schema.changes import ChangeRecorder
 from kraftlake.jobs.kafka_topic import collect_messages
-from kraftlake.jobs.materialize import MaterializeConfig, MicroBatchWriter, decode_messages, local_spark
+from kraftlake.jobs.materialize import MaterializeConfig, MicroBatchWriter, local_spark
 from kraftlake.jobs.materialize import start_query as start_materialize
 from kraftlake.lake.gc_pause import paused_collector
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.sink import DeltaSink
+from kraftlake.lake.topic_replay import decode_messages
 from kraftlake.lake.warehouse import IMAGES, Warehouse
 from kraftlake.lake.writes import PublishedImage
 from kraftlake.records import RecordBatch, encode_batch, make_batch, wire
@@ -277,6 +278,7 @@ def _config(broker: LocalBroker, topic: str, root: Path, available_now: bool) ->
     return MaterializeConfig(
         bootstrap_servers=broker.bootstrap_servers, topic=topic, warehouse=str(root / "warehouse"),
         spark_checkpoint=root / "checkpoint", trigger_seconds=1.0, available_now=available_now,
+        idle_publish_seconds=0.0, coalesce_backlog=False,
     )
 
 

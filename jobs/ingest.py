@@ -1,38 +1,37 @@
 """Ingest a real cluster's metadata directory (`__cluster_metadata-0`) into a warehouse.
 
-    spark-submit jobs/ingest.py DIR --warehouse W      (or: kraftlake ingest DIR --warehouse W)
+    spark-submit jobs/ingest.py DIR [--warehouse URI] [--storage-option KEY=VALUE …] [--config FILE]
+    (or: kraftlake ingest DIR …, the same flags, settings, output and errors)
 
-Replay is sequential by nature (offset order), so the work happens in this one process (`kraftlake.lake.ingest`):
-Spark is not needed to write, only to query.
+Replay is sequential by nature (offset order), so the work happens in this one process
+(`kraftlake.lake.ingest`): Spark is not needed to write, only to query.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from kraftlake.lake.ingest import ingest, terminal_progress
-from kraftlake.lake.sink_tables import WriterFencedError
-from kraftlake.lake.source import SourceMismatchError
+from kraftlake.lake.ingest import IngestError, ingest_directory, terminal_progress
 from kraftlake.lake.warehouse import Warehouse
+from kraftlake.settings import SettingsError, load_kraftlake
+from kraftlake.settings.flags import add_ingest_arguments, warehouse_location
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("directory", type=Path)
-    parser.add_argument("--warehouse", required=True, help="a local path or an object-store URI")
-    parser.add_argument("--image-every", type=int,
-                        help="publish an image every this many offsets (default: as `kraftlake ingest`)")
+    add_ingest_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        result = ingest(
-            args.directory, Warehouse(args.warehouse), image_every=args.image_every, progress=terminal_progress()
+        location = warehouse_location(load_kraftlake(args.config), args.warehouse, args.storage_option)
+        warehouse, result = ingest_directory(
+            args.directory, lambda: Warehouse(location.uri, location.storage_options),
+            image_every=args.image_every, progress=terminal_progress(),
         )
-    except (SourceMismatchError, WriterFencedError) as error:
+    except (SettingsError, IngestError) as error:
         print(f"ingest: {error}", file=sys.stderr)
         return 2
-    print(f"ingested offsets {result.first_offset}..{result.last_offset}: {result.images_published} images published")
+    print(result.summary(warehouse.uri))
     return 0
 
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any
+
+from kraftlake.lake.topic_replay import TopicMessage
 
 # Messages read back per Spark batch read while the driver rebuilds its replay state after a restart.
 REBUILD_CHUNK = 10_000
@@ -22,12 +24,6 @@ REBUILD_CHUNK = 10_000
 
 class KafkaTopicError(Exception):
     """The topic cannot be read: the message names the bootstrap servers, the topic and the offsets."""
-
-
-class TopicMessage(NamedTuple):
-    kafka_offset: int
-    key: bytes | None
-    value: bytes
 
 
 def client_options(bootstrap_servers: str, options: Mapping[str, str]) -> dict[str, str]:

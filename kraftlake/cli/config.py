@@ -1,15 +1,17 @@
 """Which Kafka to talk to: every setting that names a broker accepts a real cluster as well as the local one.
-The configuration files themselves are defined and read by the `kraftlake.settings` package."""
+The configuration files and the flags over them are defined and read by the `kraftlake.settings` package."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from kraftlake.cli.errors import UserFacingError
+from kraftlake.settings import SettingsError, load_kraftlake
+from kraftlake.settings.flags import WarehouseLocation, add_warehouse_arguments, warehouse_location
+
+__all__ = ["BOOTSTRAP_ENV", "add_warehouse_arguments", "resolve_bootstrap", "resolve_warehouse"]
 
 BOOTSTRAP_ENV = "KRAFTLAKE_BOOTSTRAP_SERVERS"
 
@@ -36,43 +38,12 @@ def resolve_bootstrap(explicit: str | None, data_dir: Path | None = None) -> str
     )
 
 
-
-@dataclass(frozen=True)
-class WarehouseLocation:
-    """A warehouse URI (a local path, `s3://bucket/prefix`, or any URI delta-rs takes) and the storage options
-    given for it. Options not given here come from the environment as delta-rs reads it (`AWS_*`)."""
-
-    uri: str
-    storage_options: Mapping[str, str]
-
-
-def add_warehouse_arguments(parser: Any) -> None:
-    """`--warehouse URI` and `--storage-option KEY=VALUE` (repeatable), the same on every command."""
-    parser.add_argument("--warehouse", metavar="URI",
-                        help="a local path or an object-store URI such as s3://bucket/prefix "
-                             "(default: [materialize] warehouse in the config, else ./warehouse)")
-    parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="a delta-rs storage option (e.g. AWS_ENDPOINT_URL=http://…), over [warehouse] "
-                             "storage_options in the config and the AWS_* environment")
-
-
-def parse_key_values(pairs: Iterable[str], flag: str = "--storage-option") -> dict[str, str]:
-    """KEY=VALUE flags (given repeatedly) as a dict; a pair without `=` names the flag it came with."""
-    options: dict[str, str] = {}
-    for pair in pairs:
-        key, separator, value = pair.partition("=")
-        if not separator or not key.strip():
-            raise UserFacingError(f"{flag} {pair!r}: expected KEY=VALUE")
-        options[key.strip()] = value
-    return options
-
-
 def resolve_warehouse(
     uri: str | None, option_pairs: Iterable[str] = (), config_path: Path | None = None
 ) -> WarehouseLocation:
-    """The flag, else `[materialize] warehouse`; options: `[warehouse] storage_options`, overridden by flags."""
-    from kraftlake.settings import load_kraftlake
-
-    settings = load_kraftlake(config_path)
-    options = {**settings.warehouse.storage_options, **parse_key_values(option_pairs)}
-    return WarehouseLocation(str(uri or settings.materialize.warehouse), options)
+    """The flag, else `[materialize] warehouse`; options: `[warehouse] storage_options`, overridden by flags
+    (`kraftlake.settings.flags`)."""
+    try:
+        return warehouse_location(load_kraftlake(config_path), uri, option_pairs)
+    except SettingsError as error:
+        raise UserFacingError(str(error)) from None

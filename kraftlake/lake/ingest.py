@@ -19,16 +19,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kraftlake.lake.errors import LakeError
 from kraftlake.lake.gc_pause import paused_collector
 from kraftlake.lake.maintenance import MaintenancePolicy
 from kraftlake.lake.pipeline import MetadataPipeline
 from kraftlake.lake.source import directory_source
+from kraftlake.lake.store_errors import store_failure
 from kraftlake.lake.warehouse import Warehouse
+from kraftlake.records.errors import NotAMetadataLogError, RecordFormatError
 from kraftlake.records.files import LogReader, metadata_log_dir, read_snapshot
+from kraftlake.replay.errors import ReplayError
 from kraftlake.replay.log_replay import history_sources
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
 DEFAULT_IMAGE_EVERY = 1000  # offsets between commits when `image_every` is not set (images wait while catching up)
+
+
+class IngestError(Exception):
+    """An ingest that cannot go on, in one line: the directory, file and offset, or the warehouse; nothing past
+    the last good image was published, and a rerun goes on from there."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,34 @@ class IngestResult:
     first_offset: int
     last_offset: int
     images_published: int
+
+    def summary(self, uri: str) -> str:
+        """The line `kraftlake ingest` and `spark-submit jobs/ingest.py` end with."""
+        return (f"ingested offsets {self.first_offset}..{self.last_offset} into {uri}: "
+                f"{self.images_published} images published")
+
+
+def ingest_directory(
+    directory: Path, open_warehouse: Callable[[], Warehouse], *, image_every: int | None = None,
+    progress: Progress | None = None,
+) -> tuple[Warehouse, IngestResult]:
+    """`ingest` as `kraftlake ingest` and `spark-submit jobs/ingest.py` run it: the directory checked before
+    the warehouse is opened (a wrong path leaves nothing behind), every expected failure an `IngestError`."""
+    try:
+        metadata_log_dir(directory)
+    except NotAMetadataLogError as error:
+        raise IngestError(str(error)) from None
+    warehouse = open_warehouse()
+    try:
+        return warehouse, ingest(directory, warehouse, image_every=image_every, progress=progress)
+    except (RecordFormatError, ReplayError) as error:
+        raise IngestError(f"{error} (nothing past the last good image was published; fix and rerun)") from None
+    except LakeError as error:
+        raise IngestError(str(error)) from None
+    except Exception as error:
+        if (line := store_failure(warehouse.uri, error)) is None:
+            raise
+        raise IngestError(line) from None
 
 
 def ingest(

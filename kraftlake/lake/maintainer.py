@@ -21,7 +21,8 @@ from deltalake import write_deltalake
 
 from kraftlake.failpoints import failpoint
 from kraftlake.image_schema.tables import TABLES
-from kraftlake.lake.maintenance import compact_if_due, lost_race, prune_log
+from kraftlake.lake.errors import lost_race
+from kraftlake.lake.maintenance import compact_if_due, prune_log
 from kraftlake.lake.sink import DeltaSink
 from kraftlake.lake.warehouse import (
     IMAGE_CHECKPOINT_COLUMN,

@@ -25,10 +25,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 from deltalake import DeltaTable
-from deltalake.exceptions import CommitFailedError, DeltaError
 
 from kraftlake.failpoints import failpoint
 from kraftlake.lake.compaction import compact_in_order
+from kraftlake.lake.errors import lost_race
 from kraftlake.lake.warehouse import (
     ROWS_PER_BUCKET,
     Warehouse,
@@ -112,15 +112,6 @@ def compact_if_due(
         return compact_in_order(warehouse, name, table, column, small)
     table.optimize.compact(target_size=policy.target_file_bytes, writer_properties=writer_properties())
     return True
-
-
-def lost_race(error: Exception) -> bool:
-    """Whether `error` says another writer of the table got there first (the sink and `kraftlake maintain`
-    both compact): a commit conflict, or a file the handle still listed that the other compacted away and a
-    VACUUM deleted. The step committed nothing; on a freshly opened table it can run again."""
-    if isinstance(error, CommitFailedError | FileNotFoundError):
-        return True
-    return isinstance(error, DeltaError) and "not found" in str(error)
 
 
 def prune_log(warehouse: Warehouse, name: str, keep_versions: int = KEEP_LOG_VERSIONS) -> int:

@@ -122,7 +122,12 @@ class MetadataPipeline:
     def load_snapshot(
         self, batches: Iterable[RecordBatch], snapshot_id: SnapshotId, source: str
     ) -> PublishedImage | None:
-        """Replace the image by a snapshot's and publish it as such (its `images` row says snapshot)."""
+        """Replace the image by a snapshot's and publish it as such (its `images` row says snapshot), after
+        committing what the log made visible before it (its own image); a snapshot the log loaded is
+        already past is skipped (None)."""
+        if snapshot_id.end_offset - 1 <= self.loaded_offset:
+            return None
+        self.commit()
         self.loader.load_snapshot(batches, snapshot_id, source)
         return self._write()
 

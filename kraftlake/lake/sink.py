@@ -12,9 +12,10 @@ and claims the warehouse with the next writer epoch, an app transaction `<app_id
 `images`. Every `images` commit carries that transaction too, so it fails (delta-rs: a concurrent
 transaction) when another writer claimed the warehouse since this one last read `images`: the older writer
 is fenced at its next publish, and the newer one takes over where the warehouse is, at once, whether the
-older one died or still runs (as Kafka fences a producer by its epoch). A data table another writer committed
-to since this sink read it (a commit that conflicted, a handle reopened on a newer version) is read again
-and the image's writes prepared afresh, leaving out what the tables already hold.
+older one died or still runs (as Kafka fences a producer by its epoch). Every race lost to another writer
+(`lake.errors.lost_race`: a commit that conflicted, a handle reopened on a newer version, a file `kraftlake
+maintain` compacted away, a claim made at the same moment) is handled one way: the tables are read again and
+the image's writes prepared afresh, leaving out what the tables already hold.
 """
 
 from __future__ import annotations
@@ -31,18 +32,11 @@ from deltalake.exceptions import CommitFailedError
 from kraftlake.failpoints import failpoint
 from kraftlake.image_schema.changes import RowVersion
 from kraftlake.image_schema.tables import TABLES, Row
+from kraftlake.lake.errors import StaleTableError, WriterFencedError, lost_race
 from kraftlake.lake.handles import OPEN_TABLES
-from kraftlake.lake.maintenance import MaintenancePolicy, lost_race
-from kraftlake.lake.sink_tables import SinkTables, StaleTableError, WriterFencedError
-from kraftlake.lake.source import (
-    SOURCE,
-    SourceIdentity,
-    SourceMismatchError,
-    check_batch,
-    check_cluster,
-    mismatch,
-    table_data,
-)
+from kraftlake.lake.maintenance import MaintenancePolicy
+from kraftlake.lake.sink_tables import SinkTables
+from kraftlake.lake.source import SOURCE, SourceIdentity, check_batch, check_cluster, mismatch, table_data
 from kraftlake.lake.warehouse import (
     BATCHES,
     BUCKET,
@@ -152,18 +146,24 @@ class DeltaSink:
         return self.retrying(lambda: self.commit(image, self.prepare(image, versions, batches), len(versions)))
 
     def retrying(self, step: Callable[[], T]) -> T:
-        """Run `step` (commits of this writer), again after reading the tables anew when it conflicts with
-        another writer's commit, at most CONFLICT_RETRIES times."""
+        """Run `step` (commits of this writer), again after reading the tables anew when it lost a race to
+        another writer (`lost_race`), at most CONFLICT_RETRIES times: then a conflict stops this writer, any
+        other lost race is raised as it is (a file still missing is not another writer's doing)."""
         conflicts = 0
         while True:
             try:
                 return step()
-            except (CommitFailedError, StaleTableError) as error:
+            except Exception as error:
+                if not lost_race(error):
+                    raise
                 conflicts += 1
                 if conflicts > CONFLICT_RETRIES:
+                    if not isinstance(error, CommitFailedError | StaleTableError):
+                        raise
                     raise WriterFencedError(
-                        f"warehouse {self.warehouse.uri}: another writer keeps committing ({error}); stopped "
-                        f"after offset {self.tables.written_through(IMAGES)} (one writer per warehouse at a time)"
+                        self.warehouse.uri,
+                        f"another writer keeps committing ({error}); stopped after offset "
+                        f"{self.tables.written_through(IMAGES)} (one writer per warehouse at a time)",
                     ) from None
                 self.tables.forget()
                 self._history_rows = self._last_image_history_rows()
@@ -184,13 +184,7 @@ class DeltaSink:
                 return False  # nothing of this writer's to write yet: it claims nothing
             self._own(self._first_offset(image, writes))
         for write in writes:
-            try:
-                self._make(write)
-            except Exception as error:
-                if not lost_race(error):
-                    raise
-                self.tables.reopen(write.table)  # `kraftlake maintain` compacted under the handle
-                self._make(write)
+            self._make(write)
             failpoint(write.failpoint)
         if image is None or image.provenance.offset <= self.tables.last_published():
             return False
@@ -211,24 +205,15 @@ class DeltaSink:
         """Record this writer's source if the warehouse holds none yet, then claim the warehouse."""
         if self._held is None:
             self._record_source(first_offset)
-        for _ in range(CONFLICT_RETRIES + 1):
-            images = self.tables.table(IMAGES)
-            epoch = (images.transaction_version(self.tables.writer_txn()) or 0) + 1
-            claim = CommitProperties(
-                custom_metadata={"kraftlake.writer": self.source.describe()},
-                app_transactions=[Transaction(self.tables.writer_txn(), epoch)],
-            )
-            try:
-                write_deltalake(images, IMAGES_SCHEMA.empty_table(), mode="append", commit_properties=claim)
-            except CommitFailedError:  # the writer in place published (or another claimed) since: read again
-                self.tables.reopen(IMAGES)
-                continue
-            self.tables.epoch = epoch
-            return
-        raise WriterFencedError(
-            f"warehouse {self.warehouse.uri}: other writers keep claiming it; this one published nothing "
-            "(one writer per warehouse at a time)"
+        images = self.tables.table(IMAGES)
+        epoch = (images.transaction_version(self.tables.writer_txn()) or 0) + 1
+        claim = CommitProperties(
+            custom_metadata={"kraftlake.writer": self.source.describe()},
+            app_transactions=[Transaction(self.tables.writer_txn(), epoch)],
         )
+        # the writer in place published (or another claimed) since `images` was read: a conflict, retried
+        write_deltalake(images, IMAGES_SCHEMA.empty_table(), mode="append", commit_properties=claim)
+        self.tables.epoch = epoch
 
     def _record_source(self, first_offset: int) -> None:
         """Write the `source` row; a writer that lost the race to another first writer must be that one."""
@@ -242,8 +227,8 @@ class DeltaSink:
             self.tables.reopen(SOURCE)
         self._held, _ = self._held_source()
         if self._held != self.source:
-            raise SourceMismatchError(mismatch(self.warehouse.uri, self._held or SourceIdentity(), self.source,
-                                               "another writer started the warehouse from there at the same moment"))
+            raise mismatch(self.warehouse.uri, self._held or SourceIdentity(), self.source,
+                           "another writer started the warehouse from there at the same moment")
 
     def _first_offset(self, image: PublishedImage | None, writes: Sequence[TableWrite]) -> int:
         """Where the warehouse's history starts: this first write's first batch, or its snapshot image

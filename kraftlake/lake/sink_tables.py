@@ -15,17 +15,10 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from kraftlake.image_schema.tables import TABLES
+from kraftlake.lake.errors import StaleTableError, WriterFencedError
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import BUCKET, IMAGES, Warehouse, buckets_of
 from kraftlake.replay.image import MetadataImage
-
-
-class WriterFencedError(Exception):
-    """Another writer claimed the warehouse: this one stops before publishing anything more."""
-
-
-class StaleTableError(Exception):
-    """A table another writer committed to since this writer read it: read the tables again, then retry."""
 
 
 class SinkTables:
@@ -69,7 +62,8 @@ class SinkTables:
             holder = table.transaction_version(self.writer_txn())
             if holder != self.epoch:
                 raise WriterFencedError(
-                    f"warehouse {self.warehouse.uri}: another writer (writer epoch {holder}) took it over; this "
+                    self.warehouse.uri,
+                    f"another writer (writer epoch {holder}) took it over; this "
                     f"one (epoch {self.epoch}) stopped; the warehouse holds images through offset "
                     f"{table.transaction_version(self.txn_id(IMAGES))} (nothing published is lost; one writer "
                     "per warehouse at a time)"

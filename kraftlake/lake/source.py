@@ -26,6 +26,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from kraftlake.lake.errors import SourceMismatchError
+
 SOURCE = "source"
 SOURCE_SCHEMA = pa.schema([
     ("kind", pa.string()),  # "directory", "topic", or "unnamed" (a library caller that named none)
@@ -34,10 +36,6 @@ SOURCE_SCHEMA = pa.schema([
     ("first_offset", pa.int64()),  # where its history starts (a snapshot's last offset, or 0; -1: not known)
 ])
 META_PROPERTIES = "meta.properties"
-
-
-class SourceMismatchError(Exception):
-    """A writer whose source is not the one the warehouse holds: refused before it writes anything."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +85,7 @@ def _cluster_id(properties: Path) -> str | None:
 def check_cluster(uri: str, held: SourceIdentity, writer: SourceIdentity) -> None:
     """Refuse a writer of another cluster than the one the warehouse holds (when both ids are known)."""
     if held.cluster_id and writer.cluster_id and held.cluster_id != writer.cluster_id:
-        raise SourceMismatchError(mismatch(uri, held, writer, "another cluster"))
+        raise mismatch(uri, held, writer, "another cluster")
 
 
 def check_batch(uri: str, held: SourceIdentity, writer: SourceIdentity, stored: Mapping[str, Any],
@@ -98,12 +96,12 @@ def check_batch(uri: str, held: SourceIdentity, writer: SourceIdentity, stored: 
                 f"{read['append_time_ms']}, {read['size_bytes']} bytes) is not the warehouse's batch at offset "
                 f"{stored['base_offset']} (epoch {stored['epoch']}, appended at {stored['append_time_ms']}, "
                 f"{stored['size_bytes']} bytes): another log")
-        raise SourceMismatchError(mismatch(uri, held, writer, what))
+        raise mismatch(uri, held, writer, what)
 
 
-def mismatch(uri: str, held: SourceIdentity, writer: SourceIdentity, what: str) -> str:
-    return (f"warehouse {uri} holds {held.describe()}; refused {writer.describe()}: {what} (nothing was "
-            "written; use a new warehouse for another cluster)")
+def mismatch(uri: str, held: SourceIdentity, writer: SourceIdentity, what: str) -> SourceMismatchError:
+    return SourceMismatchError(uri, f"the warehouse holds {held.describe()}; refused {writer.describe()}: {what} "
+                                    "(nothing was written; use a new warehouse for another cluster)")
 
 
 def table_data(identity: SourceIdentity, first_offset: int) -> pa.Table:

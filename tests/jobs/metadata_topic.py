@@ -41,7 +41,9 @@ def drain(bootstrap: str, topic: str, warehouse: Path, micro_batch: int, single_
     """What the streaming job writes when its micro-batches hold `micro_batch` messages (after
     `single_first` micro-batches of one message each), without Spark: the driver's writer fed directly."""
     # No Spark: the first write starts at Kafka offset 0, so the writer never reads the topic back itself.
-    writer = MicroBatchWriter(MaterializeConfig(bootstrap, topic, str(warehouse), warehouse.parent / "unused"), None)
+    config = MaterializeConfig(bootstrap, topic, str(warehouse), warehouse.parent / "unused",
+                               idle_publish_seconds=0.0, coalesce_backlog=False)  # an image every micro-batch
+    writer = MicroBatchWriter(config, None)
     messages = topic_messages(bootstrap, topic)
     bounds = [*range(single_first), *range(single_first, len(messages), micro_batch), len(messages)]
     for start, stop in pairwise(bounds):

@@ -69,7 +69,7 @@ def test_broker_killed_under_the_job_then_the_topic_recreated(
     warehouse = Warehouse(tmp_path / "warehouse")
     config = MaterializeConfig(
         bootstrap_servers=bootstrap, topic=topic, warehouse=warehouse.uri, spark_checkpoint=tmp_path / "checkpoint",
-        available_now=True, max_offsets_per_trigger=400,
+        available_now=True, max_offsets_per_trigger=400, idle_publish_seconds=0.0, coalesce_backlog=False,
     )
 
     failures: list[str] = []

@@ -33,6 +33,8 @@ def _config(broker, topic: str, tmp_path: Path, per_trigger: int | None) -> Mate
         spark_checkpoint=tmp_path / "checkpoint",
         available_now=True,
         max_offsets_per_trigger=per_trigger,
+        idle_publish_seconds=0.0,  # every micro-batch publishes its image: no idle nor backlog hold
+        coalesce_backlog=False,
     )
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.jobs.kafka_topic import TopicMessage
 from kraftlake.jobs.materialize import MaterializeConfig, MicroBatchWriter
+from kraftlake.lake.errors import WriterFencedError
 from kraftlake.lake.ingest import ingest
-from kraftlake.lake.sink_tables import WriterFencedError
+from kraftlake.lake.topic_replay import TopicMessage
 from kraftlake.lake.warehouse import IMAGES, Warehouse
 from kraftlake.records.files import read_batches
 from kraftlake.records.topic import encode_key
@@ -36,7 +36,8 @@ def _image_offsets(warehouse: Warehouse) -> list[int]:
 
 def test_a_job_is_fenced_by_an_ingest_then_a_restarted_job_takes_over(samples_dir: Path, tmp_path: Path) -> None:
     warehouse = Warehouse(tmp_path / "warehouse")
-    config = MaterializeConfig("127.0.0.1:9", "metadata", warehouse.uri, tmp_path / "checkpoint")
+    config = MaterializeConfig("127.0.0.1:9", "metadata", warehouse.uri, tmp_path / "checkpoint",
+                               idle_publish_seconds=0.0, coalesce_backlog=False)
     messages = _messages(samples_dir / SAMPLE)
     job = MicroBatchWriter(config, spark=None)
     job.write(messages[:1000])

@@ -181,7 +181,8 @@ def test_publish_then_the_streaming_job_equals_kafka(
     topic = create_topic(bootstrap)
     assert main(["publish", str(copies["steady-node"]), "--topic", topic, "--bootstrap-servers", bootstrap]) == 0
     config = MaterializeConfig(bootstrap, topic, str(tmp_path / "warehouse"), tmp_path / "checkpoint",
-                               available_now=True, max_offsets_per_trigger=MICRO_BATCH)
+                               available_now=True, max_offsets_per_trigger=MICRO_BATCH,
+                               idle_publish_seconds=0.0, coalesce_backlog=False)
     run(config, spark)
     warehouse = Warehouse(config.warehouse)
     assert len(WarehouseReader(warehouse).images()) >= 5  # several micro-batches, each publishing an image

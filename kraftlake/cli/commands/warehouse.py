@@ -15,20 +15,12 @@ from typing import Any
 
 from kraftlake.cli.config import add_warehouse_arguments, resolve_warehouse
 from kraftlake.cli.errors import UserFacingError
-from kraftlake.records.errors import NotAMetadataLogError, RecordFormatError
-from kraftlake.records.files import metadata_log_dir
-from kraftlake.replay.errors import ReplayError
+from kraftlake.settings.flags import add_ingest_arguments
 
 
 def register(subparsers: Any) -> None:
     ingest = subparsers.add_parser("ingest", help="build a warehouse from a __cluster_metadata-0 directory")
-    ingest.add_argument("directory", type=Path, help="a __cluster_metadata-0 directory or the log dir holding it")
-    add_warehouse_arguments(ingest)
-    ingest.add_argument("--image-every", type=int, metavar="OFFSETS",
-                        help="publish an image every this many offsets (default: every 1,000 offsets, and every "
-                             "30 s of work while catching up a log older than a minute; every offset stays "
-                             "exact either way)")
-    ingest.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
+    add_ingest_arguments(ingest)  # `spark-submit jobs/ingest.py` takes the same
     ingest.set_defaults(handler=run_ingest)
 
     image = subparsers.add_parser("image", help="the metadata image at an offset or a time, from a warehouse")
@@ -93,37 +85,26 @@ def lake_errors(uri: str) -> Iterator[None]:
 def store_errors(uri: str) -> Iterator[None]:
     """An unreachable store, a missing bucket, refused credentials, a full or read-only disk: one line naming
     the warehouse URI."""
-    from kraftlake.jobs.store_errors import describe_store_error, is_store_error
+    from kraftlake.lake.store_errors import store_failure
 
     try:
         yield
     except Exception as error:
-        if not is_store_error(error):
+        if (line := store_failure(uri, error)) is None:
             raise
-        raise UserFacingError(f"warehouse {uri}: {describe_store_error(error)}") from None
+        raise UserFacingError(line) from None
 
 
 def run_ingest(args: argparse.Namespace) -> int:
-    from kraftlake.lake.ingest import ingest, terminal_progress
-    from kraftlake.lake.sink_tables import WriterFencedError
-    from kraftlake.lake.source import SourceMismatchError
+    from kraftlake.lake.ingest import IngestError, ingest_directory, terminal_progress
 
     try:
-        metadata_log_dir(args.directory)  # before the warehouse is created: a wrong path leaves nothing behind
-    except NotAMetadataLogError as error:
+        warehouse, result = ingest_directory(
+            args.directory, lambda: open_warehouse(args), image_every=args.image_every, progress=terminal_progress()
+        )
+    except IngestError as error:
         raise UserFacingError(str(error)) from None
-    warehouse = open_warehouse(args)
-    try:
-        with lake_errors(warehouse.uri):
-            result = ingest(args.directory, warehouse, image_every=args.image_every, progress=terminal_progress())
-    except (RecordFormatError, ReplayError) as error:
-        raise UserFacingError(f"{error} (nothing past the last good image was published; fix and rerun)") from None
-    except (SourceMismatchError, WriterFencedError) as error:
-        raise UserFacingError(str(error)) from None
-    print(
-        f"ingested offsets {result.first_offset}..{result.last_offset} into {warehouse.uri}: "
-        f"{result.images_published} images published"
-    )
+    print(result.summary(warehouse.uri))
     return 0
 
 

@@ -1,4 +1,5 @@
-"""delta-rs's object-store errors, told in one line."""
+"""delta-rs's object-store errors, told in one line naming the warehouse: the CLI's, `ingest`'s and the
+streaming job's alike."""
 
 from __future__ import annotations
 
@@ -21,3 +22,8 @@ def describe_store_error(error: Exception) -> str:
     """delta-rs's nested error in one line: each cause, outermost first, colour codes and XML bodies dropped."""
     causes = [_ANSI.sub("", line).strip(" ↳\t") for line in str(error).splitlines()]
     return "; ".join(cause for cause in causes if cause and not cause.startswith("<"))[:600]
+
+
+def store_failure(uri: str, error: Exception) -> str | None:
+    """The one line for a store's refusal or failure under warehouse `uri` (None: `error` is something else)."""
+    return f"warehouse {uri}: {describe_store_error(error)}" if is_store_error(error) else None
