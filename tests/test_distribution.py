@@ -6,6 +6,7 @@ The wheel is built as pip builds it, and what it holds is imported from it alone
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -17,7 +18,18 @@ TOP_LEVEL_FOLDERS = ("replay", "jobs", "image_schema")
 
 
 def build_wheel(out: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)],
+    """From a copy of the files git tracks (links kept as links): a build in the checkout would leave
+    `build/lib` behind, whose stale modules the next wheel would pick up."""
+    source = out / "source"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, check=True, capture_output=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        copy = source / name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if (REPO / name).is_symlink():
+            copy.symlink_to((REPO / name).readlink())
+        elif (REPO / name).is_file():
+            shutil.copy2(REPO / name, copy)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
                    check=True, capture_output=True, timeout=600)
     (wheel,) = out.glob("kraftlake-*.whl")
     return wheel
