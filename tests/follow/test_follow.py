@@ -418,7 +418,11 @@ def test_scram_sha_256_over_tls_on_a_controller_listener(
     node = kafka_cluster.node(kafka_cluster.brokers()[0])
     try:
         create_topics(node, "over-tls")
-        wait_published(bootstrap, topic, end_offset(node))
+        try:
+            wait_published(bootstrap, topic, end_offset(node))
+        except AssertionError as stalled:  # seen once in CI after the failover test: say what the follower said
+            follower.finish()
+            raise AssertionError(f"{stalled}; the follower wrote: {follower.output.decode()[-3000:]}") from None
         assert follower.finish() == 0, follower.output
     finally:
         follower.finish(signal.SIGKILL)
