@@ -353,30 +353,6 @@ def test_a_fresh_follower_starts_from_the_snapshot_when_kafka_deleted_the_log(
     assert '"late"' in from_delta
 
 
-def test_a_controller_failover_under_the_follower(kafka_cluster: KafkaCluster, kafka_broker) -> None:
-    """Three controllers (the session's shared cluster, left whole): the follower finds the leader from the
-    bootstrap list, follows it, and when the leader is SIGKILLed goes on with the newly elected one; the
-    topic is the survivors' log, byte for byte."""
-    bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
-    follower = FollowProcess(kafka_cluster.bootstrap_controllers, bootstrap, topic).start()
-    old = kafka_cluster.active_controller()
-    survivor = kafka_cluster.node(next(node_id for node_id in kafka_cluster.nodes if node_id != old))
-    create_topics(survivor, "before-failover")
-    wait_published(bootstrap, topic, end_offset(survivor))
-    kafka_cluster.kill(old)
-    try:
-        new = kafka_cluster.wait_for_new_leader(old)
-        create_topics(survivor, "after-failover")
-        wait_published(bootstrap, topic, end_offset(survivor), timeout_s=90)
-        assert follower.finish() == 0
-    finally:
-        follower.finish()
-        kafka_cluster.restart(old)
-    assert b"leader change: offset" in follower.output
-    assert f"leader {new} (epoch".encode() in follower.output
-    assert assert_log_in_topic(bootstrap, topic, log_batches(survivor.metadata_dir)) >= end_offset(survivor) - 50
-
-
 def test_sasl_scram_against_a_real_sasl_listener(kafka_cluster: KafkaCluster, kafka_broker, tmp_path: Path) -> None:
     """SaslHandshake + SaslAuthenticate (SCRAM-SHA-512) against the cluster's SASL_PLAINTEXT listener, whose
     principal Kafka created at format time: the right password gets past authentication (to the check that
@@ -462,3 +438,29 @@ def test_the_topics_broker_sigkilled_and_restarted_under_the_follower(
     finally:
         follower.finish(signal.SIGKILL)
     assert assert_log_in_topic(bootstrap, topic, log_batches(followed.metadata_dir)) >= end_offset(followed) - 50
+
+
+# Last of the tests on the shared cluster: it SIGKILLs the active controller and restarts it, and the
+# SCRAM-over-TLS follower above stalled once or twice in CI when it ran right after it (not understood yet).
+def test_a_controller_failover_under_the_follower(kafka_cluster: KafkaCluster, kafka_broker) -> None:
+    """Three controllers (the session's shared cluster, left whole): the follower finds the leader from the
+    bootstrap list, follows it, and when the leader is SIGKILLed goes on with the newly elected one; the
+    topic is the survivors' log, byte for byte."""
+    bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
+    follower = FollowProcess(kafka_cluster.bootstrap_controllers, bootstrap, topic).start()
+    old = kafka_cluster.active_controller()
+    survivor = kafka_cluster.node(next(node_id for node_id in kafka_cluster.nodes if node_id != old))
+    create_topics(survivor, "before-failover")
+    wait_published(bootstrap, topic, end_offset(survivor))
+    kafka_cluster.kill(old)
+    try:
+        new = kafka_cluster.wait_for_new_leader(old)
+        create_topics(survivor, "after-failover")
+        wait_published(bootstrap, topic, end_offset(survivor), timeout_s=90)
+        assert follower.finish() == 0
+    finally:
+        follower.finish()
+        kafka_cluster.restart(old)
+    assert b"leader change: offset" in follower.output
+    assert f"leader {new} (epoch".encode() in follower.output
+    assert assert_log_in_topic(bootstrap, topic, log_batches(survivor.metadata_dir)) >= end_offset(survivor) - 50
