@@ -128,6 +128,7 @@ class Follower:
         self.published_offset = tail.next_offset - 1 if tail.cut_snapshot is None else -1
         session = ProducerSession(publisher)
         next_log = next_status = time.monotonic()
+        written = source.position.answered_at  # the answer time the status file holds
         changes = source.leader_changes
         try:
             while not self.stop.is_set():
@@ -144,9 +145,10 @@ class Follower:
                     log.info("follow: %s", self._line(source))
                     next_log = now + self.config.log_interval_s
                     changes = source.leader_changes
-                if now >= next_status:
+                # due, or the source answers again after a silence the file still shows (it would read as STALLED)
+                if now >= next_status or source.position.answered_at > written + self.config.status_interval_s:
                     self._write_status(source)
-                    next_status = now + self.config.status_interval_s
+                    next_status, written = now + self.config.status_interval_s, source.position.answered_at
         finally:
             source.close()
             session.close()
