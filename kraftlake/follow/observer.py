@@ -192,6 +192,8 @@ class Observer:
             return []
         if partition.error_code:
             raise FollowError(f"{where}: Fetch failed with {error_name(partition.error_code)}")
+        self.position.answered_at = time.time()  # the leader answered with the log (records, divergence, snapshot)
+        self.position.last_error = None
         if partition.diverging_epoch.end_offset >= 0:
             self._truncate(partition.diverging_epoch, where)
             return []
@@ -201,8 +203,6 @@ class Observer:
             return [] if snapshot is None else [snapshot]
         self._append(partition.records or b"", where)
         self.position.high_watermark = partition.high_watermark
-        self.position.answered_at = time.time()
-        self.position.last_error = None
         return self._committed()
 
     def _top_level_error(self, code: int, where: str, api: str = "Fetch") -> None:
