@@ -96,7 +96,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
 def create_topics(node: KafkaNode, *names: str) -> None:
     admin = AdminClient({"bootstrap.servers": node.bootstrap_servers})
     for future in admin.create_topics([NewTopic(name, 3, 1) for name in names]).values():
-        future.result(timeout=30)
+        future.result(timeout=90)  # right after a controller failover, on a loaded machine, it can take a while
 
 
 def end_offset(node: KafkaNode) -> int:
