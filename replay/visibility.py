@@ -77,15 +77,15 @@ def image_offset(offset: int, batch: BatchPublishes | None, known: Known) -> int
         raise OffsetNotKnown(f"offset {offset} is unknown: {gap.describe()}")
     if known.first_image is None or known.last_image is None:
         raise OffsetNotKnown(f"offset {offset}: {known.describe()}")
-    if offset < known.first_image:
-        raise OffsetNotKnown(f"offset {offset} is before the first published image (offset {known.first_image})")
-    if offset > known.last_offset:
-        raise OffsetNotKnown(f"offset {offset} is past the end: {known.describe()}")
     if batch is None or not batch.base_offset <= offset <= batch.last_offset:
+        if offset > known.last_offset:
+            raise OffsetNotKnown(f"offset {offset} is past the end: {known.describe()}")
+        if offset < known.first_image:
+            raise OffsetNotKnown(f"offset {offset} is before the first published image (offset {known.first_image})")
         raise OffsetNotKnown(f"offset {offset} is not on record: {known.describe()}")
     earlier = [published for published in batch.published if published <= offset]
     answer = earlier[-1] if earlier else batch.in_force_before
-    if answer is None or answer < known.first_image:
+    if answer is None:
         raise OffsetNotKnown(f"offset {offset} is before the first published image (offset {known.first_image})")
     if answer > known.last_image:
         raise OffsetNotKnown(f"offset {offset} is past the last published image: {known.describe()}")

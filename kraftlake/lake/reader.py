@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -52,7 +52,14 @@ from kraftlake.lake.warehouse import (
     image_checkpoint_table,
 )
 from kraftlake.replay.image import Provenance
-from kraftlake.replay.visibility import BatchPublishes, Gap, Known, OffsetNotKnown, gap_holding, image_offset
+from kraftlake.replay.visibility import (
+    BatchPublishes,
+    Gap,
+    Known,
+    OffsetNotKnown,
+    gap_holding,
+    image_offset,
+)
 
 READERS = 4  # tables read at once by `image_at`
 
@@ -115,21 +122,44 @@ class WarehouseReader:
     def answer(self, offset: int) -> int:
         """The offset of the published image that answers `offset` (`replay.visibility`); TimeTravelError
         naming what is known when none does."""
-        first, last = self.published_range()
-        holding = [Where("base_offset", "<=", offset), Where("last_offset", ">=", offset)]
+        answered = self.answers(offset, offset)[0]
+        if isinstance(answered, TimeTravelError):
+            raise answered
+        return answered
+
+    def answers(self, first: int, last: int) -> list[int | TimeTravelError]:
+        """`answer` for every offset from `first` to `last`, from one read of the `batches` rows holding them
+        (what a check at every offset needs: one read, not one per offset)."""
+        first_row, last_row = self.published_range()
+        holding = [Where("base_offset", "<=", last), Where("last_offset", ">=", first)]
         rows = self.scan(BATCHES, holding, ["base_offset", "last_offset", "published_offsets", "image_before"])
-        batch = None
-        if rows.num_rows:
-            row = rows.to_pylist()[0]
-            batch = BatchPublishes(row["base_offset"], row["last_offset"], tuple(row["published_offsets"]),
-                                   row["image_before"])
-        elif self.scan(IMAGES, [Where("offset", "=", offset)], ["offset"]).num_rows:
-            batch = BatchPublishes(offset, offset, (offset,), None)  # a snapshot's image, no batch of its own
-        known = Known(first, max(last, self._last_batch_offset()), last, self.gaps())
-        try:
-            return image_offset(offset, batch, known)
-        except OffsetNotKnown as error:
-            raise TimeTravelError(self.uri, str(error)) from None
+        batches = sorted((BatchPublishes(r["base_offset"], r["last_offset"], tuple(r["published_offsets"] or ()),
+                                         r["image_before"]) for r in rows.to_pylist()), key=lambda b: b.base_offset)
+        images = self.scan(IMAGES, [Where("offset", ">=", first), Where("offset", "<=", last)], ["offset"])
+        snapshots = {offset: BatchPublishes(offset, offset, (offset,), None) for offset in images["offset"].to_pylist()}
+        known = Known(first_row, max(last_row, self._last_batch_offset()), last_row, self.gaps())
+        found: list[int | TimeTravelError] = []
+        at = 0
+        for offset in range(first, last + 1):
+            while at < len(batches) and batches[at].last_offset < offset:
+                at += 1
+            batch = batches[at] if at < len(batches) and batches[at].base_offset <= offset else snapshots.get(offset)
+            try:
+                found.append(image_offset(offset, batch, known))
+            except OffsetNotKnown:
+                known = replace(known, first_image=self._first_publish(first_row))  # worded with the true first
+                try:
+                    found.append(image_offset(offset, batch, known))
+                except OffsetNotKnown as error:
+                    found.append(TimeTravelError(self.uri, str(error)))
+        return found
+
+    def _first_publish(self, first_row: int) -> int:
+        """The first image published (the first `images` row may come later: images held while catching up
+        are published through their history, not an `images` row each). Read only to word a refusal."""
+        rows = self.scan(BATCHES, [Where("base_offset", "<=", first_row)], ["published_offsets"])
+        offsets = [offset for published in rows["published_offsets"].to_pylist() for offset in published or ()]
+        return min([first_row, *offsets])
 
     def gaps(self) -> list[Gap]:
         """Every gap the warehouse recorded, oldest first (a small table: one row per gap)."""
