@@ -336,7 +336,7 @@ def pieces(log: ControllerLog, label: str) -> list[dict[str, Any]]:
                              observer=recorder)
         with timer("replay + change recorder"):
             for batch in batches:
-                loader.load_batch(batch)
+                loader.load_commit(batch)
             versions = recorder.take()
         sink = DeltaSink(Warehouse(root / "warehouse"))
         with timer("Arrow conversion"):
@@ -502,7 +502,7 @@ def reference_image(log: ControllerLog, offset: int) -> Any:
     for batch in decode_messages("bench", list(enumerate(log.batches))):
         if batch.base_offset > offset:
             break
-        loader.load_batch(batch)
+        loader.load_commit(batch)
         if loader.published is not None and loader.published.provenance.offset <= offset:
             answer = loader.published
     return answer

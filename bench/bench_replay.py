@@ -97,12 +97,14 @@ def synthetic_batches(topics: int = TOPICS, churn: int = CHURN_RECORDS, seed: in
 
 
 def replay(batches: Any, commit_every: int | None) -> BatchLoader:
-    """The loader over `batches` (each batch one commit), with the collector paused as every bulk replay runs
-    (`replay.gc_pause`)."""
+    """The loader over `batches`, with the collector paused as every bulk replay runs (`replay.gc_pause`)."""
     loader = BatchLoader()
     with paused_collector():
-        for batch in batches:
+        for index, batch in enumerate(batches):
             loader.load_batch(batch)
+            if commit_every is not None and index % commit_every == commit_every - 1:
+                loader.flush()
+        loader.flush()
     return loader
 
 

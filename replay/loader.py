@@ -1,8 +1,9 @@
 """The batch loader: Kafka's MetadataBatchLoader state machine, plus snapshot loading.
 
 Records accumulate in a delta; images are published at the points Kafka publishes them, and only there
-(`replay.visibility` answers any other offset with the last of them): each Raft batch is one commit, so
-the image is published at its last offset unless a transaction is open (Kafka never shows half a batch);
+(`replay.visibility` answers any other offset with the last of them): at the end of a commit (`flush`),
+which for kraftlake is each Raft batch (`load_commit`: the image is published at the batch's last offset
+unless a transaction is open; Kafka never shows half a batch);
 a BeginTransactionRecord that arrives with records pending publishes them first, at the offset before it;
 a transaction is folded and published at the end of the batch holding its End. Nothing is published before
 the first metadata record (Kafka's `hasSeenRecord`: a fresh cluster's log opens with control records only).
@@ -109,9 +110,16 @@ class BatchLoader:
     def in_transaction(self) -> bool:
         return self.transaction in _OPEN
 
+    def load_commit(self, batch: RecordBatch, source: str | None = None) -> None:
+        """kraftlake's commit policy, the one every reader and writer uses: each Raft batch is one commit (as
+        a node following the leader gets them; Kafka never shows half a batch), published at its last offset
+        unless a transaction is still open."""
+        self.load_batch(batch, source)
+        self.flush()
+
     def load_batch(self, batch: RecordBatch, source: str | None = None) -> None:
-        """Replay one committed Raft batch as one commit: what it makes visible is published at its last
-        offset, unless a transaction is still open. A control batch changes at most the `voters` sub-image."""
+        """Replay one committed Raft batch into the commit under way (Kafka's `loadBatch`: it publishes only
+        before a Begin that arrives with records pending). A control batch changes at most `voters`."""
         self.last_time_ms = batch.append_time_ms
         self.last_epoch = batch.partition_leader_epoch
         if batch.is_control:
@@ -123,8 +131,11 @@ class BatchLoader:
         self.last_offset = batch.last_offset
         self.num_bytes += batch.size_in_bytes
         self.num_batches += 1
+
+    def flush(self, aligned: bool = True) -> None:
+        """End of a commit: publish what is pending unless a transaction is still open."""
         if not self.in_transaction:
-            self._publish_pending(aligned=True)
+            self._publish_pending(aligned)
 
     def _load_records(self, records: tuple[Record, ...], source: str | None) -> None:
         """The replay hot path: outside any transaction, a record of a type the delta already handles goes

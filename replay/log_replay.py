@@ -174,7 +174,7 @@ class _Replay:
     def _load(self, batch: RecordBatch, source: str) -> None:
         before = self.loader.published
         self.in_batch = []
-        self.loader.load_batch(batch, source)
+        self.loader.load_commit(batch, source)
         self.batches += 1
         self.records += len(batch.records)
         self._note(batch.base_offset, batch.last_offset, before)

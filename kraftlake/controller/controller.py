@@ -286,6 +286,7 @@ class QuorumController:
             if not batch.is_control:
                 self._track_transaction(batch)
             self._committed_offset = batch.last_offset
+        self._loader.flush()
         if self._pending:
             self._pending = [(offset, m) for offset, m in self._pending if offset > self._committed_offset]
             if not self._pending and self._open_transaction is None and self._state is not None:

@@ -126,7 +126,7 @@ class MetadataPipeline:
             raise ReplayError(reason, offset=batch.base_offset, source=source)
         before = self.loader.published
         self._in_batch = []
-        self.loader.load_batch(batch, source)
+        self.loader.load_commit(batch, source)
         in_force = None if before is None else before.provenance.offset
         publishes = BatchPublishes(batch.base_offset, batch.last_offset, tuple(self._in_batch), in_force)
         self._batches.append(LoadedBatch(batch, publishes))
@@ -186,4 +186,4 @@ class MetadataPipeline:
         held = len(self._versions)
         if not self.coalesce_backlog or not self._batches or held >= min(MAX_HELD_VERSIONS, self.sink.history_rows):
             return False
-        return self._batches[-1].append_time_ms < time.time() * 1000 - CATCH_UP_LAG_MS
+        return self._batches[-1].batch.append_time_ms < time.time() * 1000 - CATCH_UP_LAG_MS

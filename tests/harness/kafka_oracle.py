@@ -180,7 +180,7 @@ def kraftlake_answers(log: Log) -> Answers:
     for batch in log.batches:
         before = loader.published
         in_batch.clear()
-        loader.load_batch(batch)
+        loader.load_commit(batch)
         holding.append(BatchPublishes(batch.base_offset, batch.last_offset, tuple(in_batch),
                                       None if before is None else before.provenance.offset))
     known = Known(min(images, default=None), loader.last_offset, max(images, default=None))
