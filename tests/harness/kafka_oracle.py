@@ -27,12 +27,14 @@ import re
 import subprocess
 import sys
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.lake.errors import TimeTravelError
+from kraftlake.lake.reader import WarehouseReader
 from kraftlake.records import RecordBatch
 from kraftlake.records import metadata_types as mt
 from kraftlake.records.files import METADATA_PARTITION_DIR, LogReader
@@ -268,11 +270,17 @@ class Comparison:
     compared: int
     refused: int
     snapshots: dict[int, Path]
+    published: list[KafkaPublish]
     differences: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def offsets(self) -> list[int]:
         return sorted(self.snapshots)
+
+    def kafka_at(self, offset: int) -> KafkaPublish | None:
+        """Kafka's last publish at or before `offset` (None: none yet)."""
+        at = bisect_right([publish.offset for publish in self.published], offset) - 1
+        return self.published[at] if at >= 0 else None
 
 
 def assert_matches_kafka(log_dir: Path, work_dir: Path) -> Comparison:
@@ -288,14 +296,15 @@ def assert_matches_kafka(log_dir: Path, work_dir: Path) -> Comparison:
     for offset, ours in expected_answers(read_log(log_dir), differences):
         compared += 1
         at = bisect_right(starts, offset) - 1
-        if at < 0 or ours is None:
-            if at >= 0 or ours is not None:
-                raise MismatchError(f"{log_dir} offset {offset}: " + (
-                    "kraftlake answers none, Kafka published the image at offset "
-                    f"{published[at].offset}" if at >= 0 else
-                    f"Kafka published nothing yet, kraftlake answers the image at {ours.provenance.offset}"))
+        if ours is None:
+            if at >= 0:
+                raise MismatchError(f"{log_dir} offset {offset}: kraftlake answers none, Kafka published the image "
+                                    f"at offset {published[at].offset}")
             refused += 1
             continue
+        if at < 0:
+            raise MismatchError(f"{log_dir} offset {offset}: Kafka published nothing yet, kraftlake answers the "
+                                f"image at {ours.provenance.offset}")
         kafka = published[at]
         if ours.provenance.offset != kafka.offset:
             raise MismatchError(f"{log_dir} offset {offset}: kraftlake answers the image published at offset "
@@ -315,7 +324,30 @@ def assert_matches_kafka(log_dir: Path, work_dir: Path) -> Comparison:
     for publish in published:
         if not snapshots or snapshots[max(snapshots)] != publish.snapshot:
             snapshots[publish.offset] = publish.snapshot
-    return Comparison(compared, refused, snapshots, differences)
+    return Comparison(compared, refused, snapshots, published, differences)
+
+
+def assert_warehouse_matches_kafka(reader: WarehouseReader, comparison: Comparison,
+                                   offsets: Iterable[int] | None = None) -> int:
+    """At every offset of the warehouse (or each of `offsets`: what a follower saw), `WarehouseReader.answers`
+    (one read) names the image Kafka published last at or before it, or refuses where Kafka has none;
+    `image_at` equals Kafka's image where each published state starts and at the end. Returns the count of
+    offsets compared."""
+    first, last = reader.published_range()
+    wanted = range(min(first, comparison.published[0].offset if comparison.published else first), last + 1)
+    chosen = set(wanted if offsets is None else offsets)
+    answers = dict(zip(wanted, reader.answers(wanted.start, wanted.stop - 1), strict=True))
+    for offset in sorted(chosen):
+        kafka, answer = comparison.kafka_at(offset), answers[offset]
+        if kafka is None:
+            assert isinstance(answer, TimeTravelError), f"offset {offset}: Kafka has no image, the warehouse {answer}"
+        else:
+            assert answer == kafka.offset, f"offset {offset}: the warehouse answers {answer}, Kafka {kafka.offset}"
+    for offset in sorted({*(offset for offset in comparison.snapshots if offset in chosen), last}):
+        kafka = comparison.kafka_at(offset)
+        assert kafka is not None
+        assert_same_canonical(offset, reader.image_at(offset).to_image(), kafka_image(kafka.snapshot), {})
+    return len(chosen)
 
 
 def assert_same_canonical(offset: int, ours: MetadataImage, kafka: MetadataImage,

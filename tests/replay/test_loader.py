@@ -10,8 +10,8 @@ from kraftlake.records import RecordBatch, SnapshotId
 from kraftlake.records.control_types import KRaftVersionRecord, LeaderChangeMessage, SnapshotHeaderRecord
 from kraftlake.replay.errors import ReplayError
 from kraftlake.replay.image import EMPTY_IMAGE, MetadataImage, Provenance
-from kraftlake.replay.loader import BatchLoader, TransactionState
-from tests.replay.builders import MV, A, B, E, N, P, Recorder, T, change, control, data, remove, topic_id_of
+from kraftlake.replay.loader import BatchLoader
+from tests.replay.builders import MV, A, B, E, N, P, Recorder, T, change, control, data, remove
 
 
 def has_topic(image: MetadataImage, name: str) -> bool:
