@@ -228,6 +228,7 @@ class WarehouseReader:
         others = {history_name(name): self._read(history_name(name), published) for name in TABLES}
         others[BATCHES] = self._read(BATCHES, [Where("base_offset", "<=", last)])
         others[IMAGES] = self._read(IMAGES, [Where("offset", "<=", last)])
+        others[GAPS] = self._read(GAPS, [Where("last_offset", "<=", last)])
         return ImageReads(offset, image, others)
 
     # -- history and changes --------------------------------------------------------------------------
