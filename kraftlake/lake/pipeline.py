@@ -136,16 +136,17 @@ class MetadataPipeline:
     ) -> PublishedImage | None:
         """Replace the image by a snapshot's and publish it as such (its `images` row says snapshot), after
         committing what the log made visible before it (its own image); a snapshot the log loaded is
-        already past is skipped (None). A snapshot that ends past the next offset while history exists
-        bridges offsets never read (Kafka deleted them): that gap is recorded with its image."""
+        already past is skipped (None). A snapshot that ends past the next offset while history exists (loaded
+        here, or in the warehouse: a source resumed) bridges offsets never read (Kafka deleted them): that gap
+        is recorded with its image."""
         end = snapshot_id.end_offset - 1
         if end <= self.loaded_offset:
             return None
         self.commit()
         gap = None
-        if self.loader.published is not None and end - 1 > self.loaded_offset:
-            gap = Gap(self.loaded_offset + 1, end - 1, snapshot_id.end_offset, snapshot_id.epoch,
-                      int(time.time() * 1000))
+        read_through = max(self.loaded_offset, self.sink.history_through())
+        if read_through >= 0 and end - 1 > read_through:
+            gap = Gap(read_through + 1, end - 1, snapshot_id.end_offset, snapshot_id.epoch, int(time.time() * 1000))
             self.gaps.append(gap)
             log.warning("gap recorded in %s: %s", self.sink.warehouse.uri, gap.describe())
         self.loader.load_snapshot(batches, snapshot_id, source)

@@ -125,6 +125,10 @@ class DeltaSink:
             app_transactions=transactions,
         )
 
+    def history_through(self) -> int:
+        """The last offset the warehouse's history covers (-1: none): its batches, or a snapshot image."""
+        return max(self.tables.written_through(BATCHES), self.tables.last_published())
+
     @property
     def history_rows(self) -> int:
         """History rows written through the last image, all tables."""
