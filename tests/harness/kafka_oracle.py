@@ -267,6 +267,7 @@ class Comparison:
     both have no image), Kafka's distinct published states by the offset they start at (`snapshots`), and
     where each deliberate difference applied (offsets by name)."""
 
+    first: int  # the first offset compared: the log's, or its starting snapshot's
     compared: int
     refused: int
     snapshots: dict[int, Path]
@@ -293,7 +294,9 @@ def assert_matches_kafka(log_dir: Path, work_dir: Path) -> Comparison:
     checked: dict[Path, MetadataImage] = {}  # Kafka's state: the last image of ours found equal to it
     differences: dict[str, list[int]] = {}
     compared = refused = 0
+    first: int | None = None
     for offset, ours in expected_answers(read_log(log_dir), differences):
+        first = offset if first is None else first
         compared += 1
         at = bisect_right(starts, offset) - 1
         if ours is None:
@@ -324,7 +327,7 @@ def assert_matches_kafka(log_dir: Path, work_dir: Path) -> Comparison:
     for publish in published:
         if not snapshots or snapshots[max(snapshots)] != publish.snapshot:
             snapshots[publish.offset] = publish.snapshot
-    return Comparison(compared, refused, snapshots, published, differences)
+    return Comparison(-1 if first is None else first, compared, refused, snapshots, published, differences)
 
 
 def assert_warehouse_matches_kafka(reader: WarehouseReader, comparison: Comparison,
@@ -334,7 +337,7 @@ def assert_warehouse_matches_kafka(reader: WarehouseReader, comparison: Comparis
     `image_at` equals Kafka's image where each published state starts and at the end. Returns the count of
     offsets compared."""
     first, last = reader.published_range()
-    wanted = range(min(first, comparison.published[0].offset if comparison.published else first), last + 1)
+    wanted = range(min(first, comparison.first), last + 1)
     chosen = set(wanted if offsets is None else offsets)
     answers = dict(zip(wanted, reader.answers(wanted.start, wanted.stop - 1), strict=True))
     for offset in sorted(chosen):
