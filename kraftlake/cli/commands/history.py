@@ -9,6 +9,7 @@ from typing import Any
 
 from kraftlake.cli.commands.warehouse import lake_errors, open_reader, parse_time
 from kraftlake.cli.config import add_warehouse_arguments
+from kraftlake.lake.history import gap_note
 
 KEY_FORMS = (
     "brokers: 1 · partitions: orders-3 · topics: orders · configs: topic:orders[:retention.ms] or broker:[:name] "
@@ -49,11 +50,16 @@ def run_history(args: argparse.Namespace) -> int:
         versions = reader.history(args.table, args.key, *window)
     for version in versions:
         if args.json:
-            print(json.dumps({"offset": version.offset, "time": iso_time(version.time_ms), "change": version.change,
-                              "key": version.key, "before": version.before, "after": version.after}, sort_keys=True))
+            line = {"offset": version.offset, "time": iso_time(version.time_ms), "change": version.change,
+                    "key": version.key, "before": version.before, "after": version.after}
+            if version.gap is not None:
+                line["across_gap"] = gap_note(version.gap)
+            print(json.dumps(line, sort_keys=True))
         else:
             key = ",".join(str(part) for part in version.key.values())
             print(f"{version.offset:>10}  {iso_time(version.time_ms):<29}  {version.change:<6}  {key}")
+            if version.gap is not None:
+                print(f"{'':>12}(across a gap: {gap_note(version.gap)})")
             for column in [*version.after, *(c for c in version.before if c not in version.after)]:
                 if version.change == "update":
                     print(f"{'':>12}{column}: {_text(version.before[column])} → {_text(version.after[column])}")
