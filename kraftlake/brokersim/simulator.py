@@ -19,9 +19,10 @@ workload is no longer exactly repeatable, as those answers interleave with it.
 from __future__ import annotations
 
 import base64
+import contextlib
 import random
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -154,11 +155,6 @@ class BrokerSimulator:
                 broker.epoch = None  # it exits cleanly; it restarts at a later step
                 broker.clean_shutdown_epoch = epoch
 
-    def _heartbeat_in_background(self, stop: threading.Event) -> None:
-        while not stop.wait(self.config.heartbeat_interval_ms / 1000):
-            for broker in self.brokers:
-                self.heartbeat(broker, "background-heartbeat")
-
     def heartbeat_all(self) -> None:
         for broker in self.brokers:
             self.heartbeat(broker)
@@ -211,20 +207,41 @@ class BrokerSimulator:
         self.rng.choices([action for _, action in actions], weights)[0]()
 
     def run(self) -> SimulationReport:
-        stop = threading.Event()
-        beats = threading.Thread(target=self._heartbeat_in_background, args=(stop,), name="broker-heartbeats",
-                                 daemon=True)
-        if self.config.heartbeat_interval_ms > 0:
-            beats.start()
-        try:
+        interval = self.config.heartbeat_interval_ms
+        with self.keep_alive(interval) if interval > 0 else contextlib.nullcontext():
             self.build()
             for _ in range(self.config.steps):
                 self.step()
+        return self.report
+
+    def settle(self) -> None:
+        """The storm is over: every broker that crashed, shut down or lost a directory is restarted (a new
+        incarnation, the failed disk replaced) and every broker reports the committed offset until unfenced,
+        so the partitions get their leaders back."""
+        for broker in self.brokers:
+            if broker.epoch is None or broker.shutting_down or broker.offline_dirs:
+                broker.incarnation += 1
+                self.register(broker)
+        for _ in range(2):  # the second round reports the offset learnt in the first: unfenced
+            self.heartbeat_all()
+
+    @contextlib.contextmanager
+    def keep_alive(self, interval_ms: int = 1000) -> Iterator[None]:
+        """Every live broker heartbeats from a thread while the block runs, so no session expires meanwhile."""
+        stop = threading.Event()
+        beats = threading.Thread(target=self._heartbeat_every, args=(stop, interval_ms), name="broker-heartbeats",
+                                 daemon=True)
+        beats.start()
+        try:
+            yield
         finally:
             stop.set()
-            if beats.is_alive():
-                beats.join()
-        return self.report
+            beats.join()
+
+    def _heartbeat_every(self, stop: threading.Event, interval_ms: int) -> None:
+        while not stop.wait(interval_ms / 1000):
+            for broker in self.brokers:
+                self.heartbeat(broker, "background-heartbeat")
 
     def _live(self) -> list[SimulatedBroker]:
         return [b for b in self.brokers if b.epoch is not None]

@@ -1,7 +1,8 @@
 """The `kraftlake` command line: one subcommand module per concern, each with `register(subparsers)`.
 
-What the help says to users (the groups, one example per command) is `kraftlake.cli.help`. A subcommand's handler returns the process exit code. Expected failures (bad input, bad config, a broker
-that is down, a controller that refuses) raise `UserFacingError` here, or the library's own errors listed in
+What the help says to users (the groups, one example per command) is `kraftlake.cli.help`. A subcommand's
+handler returns the process exit code. Expected failures (bad input, bad config, a broker that is down, a
+controller that refuses) raise `UserFacingError` here, or the library's own errors listed in
 `expected_errors`, and are printed as one line on stderr with exit code 2, never as a traceback.
 """
 

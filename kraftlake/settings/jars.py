@@ -76,9 +76,8 @@ def spark_packages(s3: bool = False) -> list[str]:
     (and hadoop-aws with `s3`) at the versions this install runs, read from the installed pyspark (Spark's and
     Hadoop's versions, the Scala build) and delta-spark (Delta's): the versions pyproject.toml pins, which
     java/spark/pom.xml repeats for `make jars` (tests/settings/test_jars.py holds the two together)."""
-    import pyspark
-
-    shipped = {artifact_name(jar.name): jar.name for jar in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    pyspark_jars = Path(str(importlib.metadata.distribution("pyspark").locate_file("pyspark/jars")))
+    shipped = {artifact_name(jar.name): jar.name for jar in pyspark_jars.glob("*.jar")}
     spark = importlib.metadata.version("pyspark")
     scala = ".".join(_version(shipped["scala-library"]).split(".")[:2])
     spark_minor = ".".join(spark.split(".")[:2])
