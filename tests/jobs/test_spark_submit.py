@@ -43,9 +43,10 @@ def job_flags(bootstrap: str, topic: str, tmp_path: Path) -> list[str]:
 
 def test_without_the_jars_one_line_names_what_is_missing_and_the_fix(tmp_path: Path) -> None:
     done = spark_submit(*job_flags("127.0.0.1:1", "metadata", tmp_path))
-    assert done.returncode == 2, done.stderr[-3000:]
-    assert "Traceback" not in done.stderr and "JavaPackage" not in done.stderr, done.stderr[-3000:]
-    line = done.stderr.strip().splitlines()[-1]
+    output = done.stdout + done.stderr  # spark-submit passes the Python job's stderr on to its own stdout
+    assert done.returncode == 2, output[-3000:]
+    assert "Traceback" not in output and "JavaPackage" not in output, output[-3000:]
+    line = done.stdout.strip().splitlines()[-1]
     assert line.startswith("materialize: Delta Lake and Spark's Kafka source not on Spark's class path: "), line
     assert f"--packages {','.join(spark_packages())} --conf spark.jars.ivySettings={IVY_SETTINGS}" in line
     assert "python -m kraftlake.settings.spark" in line
