@@ -10,7 +10,7 @@ JARS := build/jars
 JAR_STAMPS := $(JARS)/kafka/.fetched $(JARS)/kafka-shell/.fetched $(JARS)/spark/.fetched
 ORACLE := $(JARS)/oracle/classes/.compiled
 
-.PHONY: run test lint typecheck bench clean install jars fuzz
+.PHONY: run test check docs lint typecheck bench clean install jars fuzz
 
 install: $(STAMP) jars
 
@@ -43,9 +43,20 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: install typecheck
+test: install typecheck docs
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
+
+# The fast lane before `make test`: lint, types and the tests that start no JVM or server (marker `jvm`,
+# tests/conftest.py), in a few minutes; `make test` stays what CI runs.
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -m "not jvm" --durations=10
+
+# The docs site (docs/, mkdocs.yml) into build/site; strict: a broken link or a missing page fails.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 bench: install
 	$(BIN)/python -m bench
