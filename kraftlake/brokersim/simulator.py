@@ -22,6 +22,7 @@ import base64
 import contextlib
 import random
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -42,6 +43,8 @@ EXPECTED_REFUSALS = {
 class Admin(Protocol):
     def call(self, operation: str, body: dict[str, Any] | None = None) -> Any: ...
 
+    def describe(self) -> dict[str, Any]: ...
+
     def describe_topic(self, name: str) -> dict[str, Any]: ...
 
 
@@ -54,6 +57,7 @@ class SimulatedBroker:
     offset: int = -1  # the committed offset it last heard of
     shutting_down: bool = False
     offline_dirs: list[str] = field(default_factory=list)  # failed log directories it reports
+    fenced: bool = True  # as the controller's last heartbeat answer said
     # KIP-966: the epoch it held when it last shut down cleanly (Kafka's .kafka_cleanshutdown file), -1 after a
     # crash; its next registration sends it as PreviousBrokerEpoch, and uses it up
     clean_shutdown_epoch: int = -1
@@ -130,6 +134,7 @@ class BrokerSimulator:
         if epoch is not None:
             with self._lock:
                 broker.epoch = epoch
+                broker.fenced = True
                 broker.clean_shutdown_epoch = -1
                 broker.shutting_down = False
                 broker.offline_dirs = []  # the failed disk was replaced before the restart
@@ -151,6 +156,7 @@ class BrokerSimulator:
                 broker.epoch = None
                 return
             broker.offset = max(broker.offset, reply["committed_offset"])
+            broker.fenced = reply["is_fenced"]
             if reply["should_shut_down"]:
                 broker.epoch = None  # it exits cleanly; it restarts at a later step
                 broker.clean_shutdown_epoch = epoch
@@ -214,16 +220,34 @@ class BrokerSimulator:
                 self.step()
         return self.report
 
-    def settle(self) -> None:
-        """The storm is over: every broker that crashed, shut down or lost a directory is restarted (a new
-        incarnation, the failed disk replaced) and every broker reports the committed offset until unfenced,
-        so the partitions get their leaders back."""
+    def settle(self, timeout_s: float = 60.0) -> int:
+        """The storm is over: every broker that crashed, shut down or lost a directory restarts (a new
+        incarnation, the failed disk replaced; the controller takes it back once the old session expired) and
+        reports the committed offset until unfenced. Partitions left with no in-sync or eligible replica then
+        get a leader by an unclean election, as an operator would; returns how many."""
         for broker in self.brokers:
-            if broker.epoch is None or broker.shutting_down or broker.offline_dirs:
-                broker.incarnation += 1
-                self.register(broker)
-        for _ in range(2):  # the second round reports the offset learnt in the first: unfenced
-            self.heartbeat_all()
+            if broker.shutting_down or broker.offline_dirs:
+                with self._lock:
+                    broker.epoch = None  # it stops, to restart below
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for broker in self.brokers:
+                if broker.epoch is None:
+                    broker.incarnation += 1
+                    self.register(broker)
+            for _ in range(2):  # the second round reports the offset learnt in the first: unfenced
+                self.heartbeat_all()
+            if all(broker.epoch is not None and not broker.fenced for broker in self.brokers):
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"brokers still fenced after {timeout_s:.0f} s: "
+                                   f"{[b.broker_id for b in self.brokers if b.fenced or b.epoch is None]}")
+            time.sleep(0.5)
+        leaderless = sum(p["leader"] < 0 for topic in self.admin.describe()["topics"]
+                         for p in self.admin.describe_topic(topic)["partitions"].values())
+        if leaderless:
+            self._call("unclean-election", "elect-leaders", {"type": "unclean"})
+        return leaderless
 
     @contextlib.contextmanager
     def keep_alive(self, interval_ms: int = 1000) -> Iterator[None]:

@@ -79,10 +79,11 @@ class Demo:
             self._step(f"mixed workload (ISR churn, crashes, reassignments, directory failures, configs, ACLs, quotas, "
                        f"SCRAM, producer ids): "
                        f"{sum(simulator.report.actions.values())} requests")
-            simulator.settle()
+            unclean = simulator.settle()
             with simulator.keep_alive():  # no session expires before the controllers stop
-                self._step("the storm passes: every broker that crashed, shut down or lost a disk restarts and "
-                           "catches up")
+                self._step("the storm passes: every broker that crashed, shut down or lost a disk restarted, caught "
+                           "up and is unfenced" + (f"; {unclean} partitions left without an in-sync or eligible "
+                                                   "replica got a leader by an unclean election" if unclean else ""))
                 self._step(f"every batch up to offset {cluster.wait_published()} is in topic {cluster.topic}")
         finally:
             cluster.stop()
