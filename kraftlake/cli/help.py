@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 SUMMARY = (
     "kraftlake keeps the full history of a Kafka cluster's KRaft metadata (__cluster_metadata: topics, "
@@ -99,8 +99,8 @@ def subcommands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> 
 class _GroupedFormatter(argparse.RawDescriptionHelpFormatter):
     """The top-level help: the description lists the commands in groups, so argparse's flat list goes."""
 
-    def _iter_indented_subactions(self, action: argparse.Action) -> Iterator[argparse.Action]:
-        return iter(())
+    def _iter_indented_subactions(self, action: argparse.Action) -> Generator[argparse.Action, None, None]:
+        yield from ()
 
 
 def add_examples(parser: argparse.ArgumentParser) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 from bench.__main__ import PREAMBLE, REPORT, available, format_value, render_section, replace_section, with_summary
 
@@ -54,7 +55,8 @@ def test_notes_stay_under_the_table_when_a_section_is_regenerated() -> None:
 
 
 def test_the_summary_lists_every_goal_with_its_figure_verdict_machine_and_date() -> None:
-    rows = [{"name": "goal: decode >= 300k records/s", "value": "met", "notes": "312,346 records/s"},
+    rows: list[dict[str, Any]] = [
+            {"name": "goal: decode >= 300k records/s", "value": "met", "notes": "312,346 records/s"},
             {"name": "commit p50", "value": 0.5, "unit": "s", "notes": "0.8x the first (goal <= 1.25x)"},
             {"name": "open", "value": 0.5, "unit": "s", "notes": "(goal <= 0.3 s)"},
             {"name": "decode", "value": 1.0, "unit": "s", "notes": "no goal here"}]
