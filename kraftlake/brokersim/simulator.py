@@ -224,7 +224,8 @@ class BrokerSimulator:
         """The storm is over: every broker that crashed, shut down or lost a directory restarts (a new
         incarnation, the failed disk replaced; the controller takes it back once the old session expired) and
         reports the committed offset until unfenced. Partitions left with no in-sync or eligible replica then
-        get a leader by an unclean election, as an operator would; returns how many."""
+        get a leader by an unclean election, as an operator would (returns how many), and every follower
+        catches up and joins its ISR."""
         for broker in self.brokers:
             if broker.shutting_down or broker.offline_dirs:
                 with self._lock:
@@ -247,7 +248,25 @@ class BrokerSimulator:
                          for p in self.admin.describe_topic(topic)["partitions"].values())
         if leaderless:
             self._call("unclean-election", "elect-leaders", {"type": "unclean"})
+        self._catch_up_followers()
         return leaderless
+
+    def _catch_up_followers(self) -> None:
+        """Every follower copies the log and joins the ISR: each leader sends one AlterPartition per topic
+        for its partitions whose ISR lacks a replica (a reassignment under way completes)."""
+        for topic in self.admin.describe()["topics"]:
+            changes: dict[int, list[dict[str, Any]]] = {}
+            for partition_id, state in self.admin.describe_topic(topic)["partitions"].items():
+                if state["leader"] >= 0 and set(state["isr"]) != set(state["replicas"]):
+                    changes.setdefault(state["leader"], []).append({
+                        "topic": topic, "partition": int(partition_id), "leader_epoch": state["leaderEpoch"],
+                        "partition_epoch": state["partitionEpoch"], "isr": list(state["replicas"]),
+                    })
+            for leader_id, partitions in changes.items():
+                epoch = self.brokers[leader_id].epoch
+                if epoch is not None:
+                    self._call("catch-up", "alter-partition",
+                               {"broker_id": leader_id, "broker_epoch": epoch, "changes": partitions})
 
     @contextlib.contextmanager
     def keep_alive(self, interval_ms: int = 1000) -> Iterator[None]:

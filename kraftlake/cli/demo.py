@@ -82,8 +82,9 @@ class Demo:
             unclean = simulator.settle()
             with simulator.keep_alive():  # no session expires before the controllers stop
                 self._step("the storm passes: every broker that crashed, shut down or lost a disk restarted, caught "
-                           "up and is unfenced" + (f"; {unclean} partitions left without an in-sync or eligible "
-                                                   "replica got a leader by an unclean election" if unclean else ""))
+                           "up and is unfenced; every follower is back in its ISR"
+                           + (f"; {unclean} partitions left without an in-sync or eligible replica got a leader by "
+                              "an unclean election" if unclean else ""))
                 self._step(f"every batch up to offset {cluster.wait_published()} is in topic {cluster.topic}")
         finally:
             cluster.stop()
@@ -190,14 +191,16 @@ class Demo:
 
 
 def end_state(reader: WarehouseReader) -> str:
-    """How the cluster ended, as the warehouse's last image says: brokers registered and fenced, partitions
-    and how many have no leader."""
+    """How the cluster ended, as the warehouse's last image says: brokers registered and fenced, partitions,
+    how many have no leader and how many are under-replicated."""
     last = reader.published_range()[1]
     tables = reader.image_at(last).tables
     fenced = tables["brokers"].column("fenced").to_pylist()
-    leaders = tables["partitions"].column("leader").to_pylist()
+    partitions = tables["partitions"].select(["leader", "isr", "replicas"]).to_pylist()
+    leaderless = sum(p["leader"] < 0 for p in partitions)
+    under_replicated = sum(len(p["isr"]) < len(p["replicas"]) for p in partitions)
     return (f"the cluster at the last image (offset {last}): {len(fenced)} brokers registered, {sum(fenced)} fenced; "
-            f"{len(leaders)} partitions, {sum(leader < 0 for leader in leaders)} without a leader")
+            f"{len(partitions)} partitions, {leaderless} without a leader, {under_replicated} under-replicated")
 
 
 def where_to_look(report: Path, warehouse: Path) -> str:
@@ -208,8 +211,8 @@ def where_to_look(report: Path, warehouse: Path) -> str:
         "three commands to try:",
         f"  .venv/bin/kraftlake history --warehouse {at} --table partitions --key orders-0   # the reassignment",
         f"  .venv/bin/kraftlake summary fencing_episodes --warehouse {at}   # when each broker was out, and why",
-        f"  .venv/bin/kraftlake sql --warehouse {at} \"SELECT topic_name, partition_id, leader, isr, elr FROM "
-        "partitions WHERE size(elr) > 0\"",
+        f"  .venv/bin/kraftlake sql --warehouse {at} \"SELECT from_offset, topic_name, partition_id, isr, elr "
+        "FROM partitions_history WHERE size(elr) > 0 ORDER BY from_offset LIMIT 5\"   # eligible leader replicas",
     ])
 
 

@@ -78,8 +78,9 @@ def test_after_the_storm_every_broker_is_back_and_every_partition_led(served) ->
     image = controller.committed_image
     assert sorted(image.cluster.brokers) == [0, 1, 2, 3]
     assert not [b.broker_id for b in image.cluster.brokers.values() if b.fenced or b.in_controlled_shutdown]
-    leaderless = [(t.name, p) for t in image.topics.by_id.values() for p, r in t.partitions.items() if r.leader < 0]
-    assert not leaderless
+    partitions = [(t.name, p, r) for t in image.topics.by_id.values() for p, r in t.partitions.items()]
+    assert not [(name, p) for name, p, r in partitions if r.leader < 0], "every partition led"
+    assert not [(name, p) for name, p, r in partitions if sorted(r.isr) != sorted(r.replicas)], "none under-replicated"
 
 
 def test_same_seed_same_workload() -> None:

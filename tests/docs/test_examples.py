@@ -37,11 +37,14 @@ def test_the_demo_ends_healthy_and_says_where_to_look(demo: tuple[Path, list[str
     tables = reader.image_at(reader.published_range()[1]).tables
     brokers = tables["brokers"].to_pylist()
     assert len(brokers) == 6 and not [b["broker_id"] for b in brokers if b["fenced"]], "every broker unfenced"
-    leaderless = [(p["topic_name"], p["partition_id"]) for p in tables["partitions"].to_pylist() if p["leader"] < 0]
+    partitions = tables["partitions"].to_pylist()
+    leaderless = [(p["topic_name"], p["partition_id"]) for p in partitions if p["leader"] < 0]
     assert not leaderless, f"partitions without a leader at the end: {leaderless[:10]}"
+    under_replicated = [(p["topic_name"], p["partition_id"]) for p in partitions if len(p["isr"]) < len(p["replicas"])]
+    assert not under_replicated, f"under-replicated at the end: {under_replicated[:10]}"
     text = "\n".join(said)
     assert (repo / "run" / "report.html").is_file() and str(repo / "run" / "report.html") in text
-    assert "6 brokers registered, 0 fenced" in text and " 0 without a leader" in text
+    assert "6 brokers registered, 0 fenced" in text and " 0 without a leader, 0 under-replicated" in text
     assert text.count("  .venv/bin/kraftlake ") == 3, "three commands to try"
     for story in ("aborted it", "joined the quorum", "reassigned orders-0", "eligible leader replicas",
                   "which failed", "mixed workload", "the storm passes"):
