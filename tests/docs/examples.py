@@ -19,7 +19,7 @@ MARK = re.compile(r"<!-- example: (?P<verdict>runs|not run \((?P<why>[^)]+)\)) -
 @dataclass(frozen=True)
 class Example:
     where: str  # file:line of the fence
-    commands: tuple[tuple[str, ...], ...]  # each command line's arguments after `kraftlake` (runnable ones)
+    commands: tuple[tuple[str, ...], ...]  # each command line's arguments after `kraftlake`
     runs: bool
     why: str | None  # None: not marked at all
 
@@ -38,20 +38,23 @@ def examples(path: Path) -> list[Example]:
         before = text[:fence.start()].rstrip("\n").rsplit("\n", 1)[-1]
         mark = MARK.search(before)
         where = f"{path.relative_to(REPO)}:{text[:fence.start()].count(chr(10)) + 1}"
-        runs = bool(mark and mark["verdict"] == "runs")
-        found.append(Example(where, tuple(_commands(body)) if runs else (), runs,
+        found.append(Example(where, tuple(_commands(body)), bool(mark and mark["verdict"] == "runs"),
                              (mark["why"] or "") if mark else None))
     return found
 
 
 def _commands(body: str) -> list[tuple[str, ...]]:
     """Each kraftlake command line of a block (continuation lines joined, `$ ` and `.venv/bin/` dropped,
-    comments left out), as its arguments after `kraftlake`."""
+    comments and a trailing `&` left out), as its arguments after `kraftlake`; a line that is no shell (a
+    diagram's) is skipped."""
     joined = re.sub(r"\\\n\s*", " ", body)
     commands = []
     for line in joined.splitlines():
         if COMMAND.match(line):
-            words = shlex.split(line, comments=True)
+            try:
+                words = [word for word in shlex.split(line, comments=True) if word != "&"]
+            except ValueError:
+                continue
             start = next(i for i, word in enumerate(words) if word.rsplit("/", 1)[-1] == "kraftlake")
             commands.append(tuple(words[start + 1:]))
     return commands
