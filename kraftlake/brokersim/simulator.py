@@ -6,7 +6,8 @@ incarnation), shut down in a controlled way, tell the controller which directory
 now and then lose a directory. Partition leaders shrink and expand their ISRs; a replica a reassignment adds
 catches up and joins the ISR first, which completes the reassignment. The operator reassigns partitions (and
 cancels some) and mixes topic creation and deletion, configs, ACLs, quotas, SCRAM users, delegation tokens
-and producer-id blocks. Every choice comes from one seeded random generator and the controller's answers,
+and producer-id blocks; `settle` ends the storm (every broker back and unfenced, every partition led, every
+follower in its ISR). Every choice comes from one seeded random generator and the controller's answers,
 so a seed replays the same workload against the same responses. Large clusters are built in batches of at
 most `max_partitions_per_request` partitions.
 
