@@ -15,6 +15,7 @@ from tests.raft.scripted import ScriptedCluster, batch
 SEEDS = range(300)
 
 
+@pytest.mark.slow  # make check leaves it to make test
 def test_seeded_scenarios_hold_every_invariant() -> None:
     failures = [(seed, r.violations[0]) for seed in SEEDS if (r := Simulation(seed).run()).violations]
     assert failures == []

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -327,6 +328,7 @@ def content(image: MetadataImage) -> str:
     return canonical_json(image, provenance=False)
 
 
+@pytest.mark.slow  # make check leaves it to make test
 @SETTINGS
 @given(st.data())
 def test_any_batching_and_commits_give_the_image_of_one_pass(data: st.DataObject) -> None:
@@ -339,6 +341,7 @@ def test_any_batching_and_commits_give_the_image_of_one_pass(data: st.DataObject
     assert cut.transaction is one_pass.transaction
 
 
+@pytest.mark.slow  # make check leaves it to make test
 @SETTINGS
 @given(st.data())
 def test_the_image_at_every_offset_is_the_visible_records_replayed(data: st.DataObject) -> None:
