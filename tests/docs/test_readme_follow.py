@@ -1,7 +1,8 @@
 """The README's "Follow your cluster", exactly as written, against a real local Kafka node (Apache Kafka, one
 combined broker and controller, started as `kraftlake broker start` starts it): its controller and broker
-addresses stand in for `ctrl1:9093` and `kafka1:9092`; `follow` and `materialize` run in the background, and
-the third command answers once the warehouse has an image."""
+addresses stand in for `ctrl1:9093` and `kafka1:9092`; `follow` and `materialize` run in the background (the
+second once the first created the topic, as the README says), and the third command answers once the
+warehouse has an image."""
 
 from __future__ import annotations
 
@@ -21,6 +22,16 @@ from tests.docs.examples import REPO, examples
 pytestmark = pytest.mark.integration
 
 ANSWER_TIMEOUT_S = 400.0
+
+
+def wait_for_topic(bootstrap: str, topic: str, timeout_s: float = 120.0) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout_s
+    while topic not in admin.list_topics(timeout=10).topics:
+        assert time.monotonic() < deadline, f"follow created no topic {topic} in {timeout_s:.0f} s"
+        time.sleep(1)
 
 
 def readme_follow_commands() -> tuple[tuple[str, ...], ...]:
@@ -45,15 +56,21 @@ def test_the_readmes_three_commands_follow_a_local_kafka_node(node: LocalBroker,
     assert (follow[0], materialize[0]) == ("follow", "materialize")
     environment = {**os.environ, "PYTHONPATH": str(REPO)}
     cli = [sys.executable, "-m", "kraftlake.cli.main"]
-    background = [subprocess.Popen([*cli, *command], cwd=tmp_path, env=environment, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT) for command in (follow, materialize)]
+    background = [subprocess.Popen([*cli, *follow], cwd=tmp_path, env=environment, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT)]
     try:
+        wait_for_topic(node.bootstrap_servers, "kraftlake-metadata")  # as the README says: once follow created it
+        background.append(subprocess.Popen([*cli, *materialize], cwd=tmp_path, env=environment,
+                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
         deadline = time.monotonic() + ANSWER_TIMEOUT_S
         while True:
             answer = subprocess.run([*cli, *query], cwd=tmp_path, env=environment, capture_output=True, text=True)
             if answer.returncode == 0:
                 break
-            assert all(process.poll() is None for process in background), "follow or materialize stopped"
+            stopped = [(name, process) for name, process in zip(("follow", "materialize"), background, strict=False)
+                       if process.poll() is not None]
+            assert not stopped, [(name, process.returncode, process.communicate()[0].decode(errors="replace")[-2000:])
+                                 for name, process in stopped]
             assert time.monotonic() < deadline, f"no answer in {ANSWER_TIMEOUT_S:.0f} s: {answer.stderr[-500:]}"
             time.sleep(5)
         assert " insert " in answer.stdout and "fenced" in answer.stdout, answer.stdout
