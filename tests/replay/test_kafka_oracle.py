@@ -37,6 +37,8 @@ from tests.harness.kafka_oracle import (
 )
 from tests.replay.builders import KV, MV, A, B, E, N, P, T, change, remove, rich_records, uuid
 
+pytestmark = pytest.mark.jvm  # Kafka's own loader, in a JVM
+
 SCRATCH = "/dev/shm" if Path("/dev/shm").is_dir() else None
 # Every metadata directory in ../shared/kafka-samples.
 # per sample: offsets compared (every offset of the log), of which refused by both (before Kafka's first

@@ -368,6 +368,7 @@ def published_images(batches: list[RecordBatch]) -> list[MetadataImage]:
     return published
 
 
+@pytest.mark.slow  # make check leaves it to make test
 @SETTINGS
 @given(st.data())
 def test_any_batching_and_commits_give_the_image_of_one_pass(data: st.DataObject) -> None:
@@ -380,6 +381,7 @@ def test_any_batching_and_commits_give_the_image_of_one_pass(data: st.DataObject
     assert cut.transaction is one_pass.transaction
 
 
+@pytest.mark.slow  # make check leaves it to make test
 @SETTINGS
 @given(st.data())
 def test_the_image_at_every_offset_is_the_last_published_at_or_before_it(data: st.DataObject) -> None:
