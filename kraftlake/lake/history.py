@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,16 @@ class Version:
     key: Mapping[str, Any]
     before: Mapping[str, Any]
     after: Mapping[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        """The one JSON shape of a version: `kraftlake history --json` prints it, the explorer's API returns it."""
+        return {"offset": self.offset, "time": iso_time(self.time_ms), "change": self.change,
+                "key": dict(self.key), "before": dict(self.before), "after": dict(self.after)}
+
+
+def iso_time(time_ms: int) -> str:
+    """An append time as ISO-8601 UTC with milliseconds ("" when unknown, -1)."""
+    return "" if time_ms < 0 else datetime.fromtimestamp(time_ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,26 @@
+"""The explorer's errors. Each is one line, like the CLI's: the API puts it in a problem+json `detail`, a
+page shows it in place of the view, `kraftlake ui` prints it and exits 2."""
+
+from __future__ import annotations
+
+
+class ExplorerError(Exception):
+    """A request or a start-up the explorer refuses; `status` is the HTTP status it answers with."""
+
+    status = 400
+    title = "Bad request"
+
+
+class BadMoment(ExplorerError):
+    """An offset or time that is neither (`at=yesterday`), or a window whose end precedes its start."""
+
+
+class NotFound(ExplorerError):
+    """A cluster, table or topic the explorer does not have."""
+
+    status = 404
+    title = "Not found"
+
+
+class UnsafeBind(ExplorerError):
+    """Serving beyond loopback without an access token: refused before the server starts."""

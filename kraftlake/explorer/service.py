@@ -1,0 +1,296 @@
+"""What every page and API route reads: the warehouse through its `WarehouseReader`, paged on the server and
+cached, so a 1M-partition image is read once and never sent whole.
+
+- Images are cached per offset in a least-recently-used cache bounded in bytes (`cache_bytes`); one image is
+  built at a time (`_BUILD`), so a few users paging through different moments hold at most the cache and one
+  image in construction, whatever the server's thread count.
+- The timeline is rebuilt when a newer image is published, at most every `timeline_max_age_s` (a live writer
+  publishes every second: each answer stays a whole history up to its own last image).
+- Rows go out as the CLI prints them (`image --table`, `changes`, `history --json`): the same functions write
+  them, so the API's shapes and the CLI's are one definition.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kraftlake.explorer.errors import BadMoment, NotFound
+from kraftlake.explorer.moments import offset_of
+from kraftlake.explorer.timeline import Timeline, build_timeline
+from kraftlake.image_schema.json_text import row_lines
+from kraftlake.image_schema.tables import TABLES
+from kraftlake.lake.history import Version
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.time_travel import WarehouseImage
+from kraftlake.replay.image import Provenance
+
+V = TypeVar("V")
+DEFAULT_CACHE_BYTES = 512 << 20
+MAX_PAGE_SIZE = 500
+_BUILD = threading.Lock()  # one big read at a time in the process
+
+
+class Cache(Generic[V]):
+    """A least-recently-used cache bounded by the bytes its values hold (the newest value always stays)."""
+
+    def __init__(self, budget_bytes: int, size_of: Callable[[V], int]) -> None:
+        self.budget = budget_bytes
+        self.size_of = size_of
+        self._values: OrderedDict[Hashable, tuple[V, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, build: Callable[[], V]) -> V:
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return self._values[key][0]
+        with _BUILD:
+            with self._lock:
+                if key in self._values:
+                    return self._values[key][0]
+            value = build()
+        with self._lock:
+            self._values[key] = (value, self.size_of(value))
+            while len(self._values) > 1 and sum(size for _, size in self._values.values()) > self.budget:
+                self._values.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+@dataclass(frozen=True)
+class ImageView:
+    """One image's tables and what its screens need (per-topic counts), built once per cached image."""
+
+    provenance: Provenance
+    tables: dict[str, pa.Table]
+    topics: pa.Table  # topic_id, name, partitions, under_replicated, under_min_isr, offline
+    flags: pa.Table  # per partition row: under_replicated, under_min_isr, offline
+
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in self.tables.values()) + self.topics.nbytes + self.flags.nbytes
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of rows of a longer list."""
+
+    total: int
+    page: int
+    size: int
+    rows: list[dict[str, Any]]
+
+
+def row_objects(table: pa.Table) -> list[dict[str, Any]]:
+    """Rows as `kraftlake image --table` prints them (the same writer), as JSON objects."""
+    if table.num_rows == 0:
+        return []
+    return [json.loads(line) for line in row_lines(table).to_pylist()]
+
+
+def image_view(image: WarehouseImage) -> ImageView:
+    """Per-partition flags and per-topic counts at this image (min.insync.replicas: the topic's, else the
+    cluster default, else 1, as the summaries count it)."""
+    partitions, configs = image.tables["partitions"], image.tables["configs"]
+    isr = pc.fill_null(pc.list_value_length(partitions["isr"]), 0).to_numpy(zero_copy_only=False)
+    replicas = pc.fill_null(pc.list_value_length(partitions["replicas"]), 0).to_numpy(zero_copy_only=False)
+    leader = pc.fill_null(partitions["leader"], -1).to_numpy(zero_copy_only=False)
+    levels = {(r["resource_type"], r["resource_name"]): r["value"] for r in
+              configs.filter(pc.equal(configs["name"], "min.insync.replicas")).to_pylist()}
+    cluster = _positive(levels.get(("broker", "")), 1)
+    topic_levels = {name: _positive(value, cluster) for (kind, name), value in levels.items() if kind == "topic"}
+    names = partitions["topic_name"]
+    if topic_levels:
+        unique = pc.unique(names)
+        per_name = pa.array([topic_levels.get(n, cluster) for n in unique.to_pylist()], pa.int64())
+        minimum = per_name.take(pc.index_in(names, unique)).to_numpy(zero_copy_only=False)
+    else:
+        minimum = np.full(partitions.num_rows, cluster)
+    flags = pa.table({"under_replicated": isr < replicas, "under_min_isr": isr < minimum, "offline": leader < 0})
+    counted = pa.table({"topic_id": partitions["topic_id"], **{n: pc.cast(flags[n], pa.int64()) for n in flags.column_names}})
+    per_topic = counted.group_by("topic_id").aggregate(
+        [("topic_id", "count"), *((n, "sum") for n in flags.column_names)])
+    topics = image.tables["topics"].join(per_topic, "topic_id", join_type="left outer")
+    topics = pa.table({
+        "topic_id": topics["topic_id"], "name": topics["name"],
+        "partitions": pc.fill_null(topics["topic_id_count"], 0),
+        **{n: pc.fill_null(topics[f"{n}_sum"], 0) for n in flags.column_names},
+    })
+    return ImageView(image.provenance, dict(image.tables), topics, flags)
+
+
+def _positive(text: str | None, default: int) -> int:
+    try:
+        value = int(text) if text is not None else -1
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def _paged(table: pa.Table, page: int, size: int) -> pa.Table:
+    return table.slice((page - 1) * size, size)
+
+
+def check_page(page: int, size: int) -> None:
+    if page < 1 or not 1 <= size <= MAX_PAGE_SIZE:
+        raise BadMoment(f"page {page}, size {size}: pages count from 1, a page holds 1 to {MAX_PAGE_SIZE} rows")
+
+
+def searched(table: pa.Table, columns: Iterable[str], text: str | None) -> pa.Table:
+    """Rows where any of `columns` (as text) contains `text`, ignoring case."""
+    if not text:
+        return table
+    mask = None
+    for column in columns:
+        found = pc.fill_null(pc.match_substring(pc.cast(table[column], pa.string()), text, ignore_case=True), False)
+        mask = found if mask is None else pc.or_(mask, found)
+    return table if mask is None else table.filter(mask)
+
+
+def sorted_by(table: pa.Table, column: str | None, descending: bool, default: list[str]) -> pa.Table:
+    """Rows in `column`'s order (then the default order); a list or struct column cannot order rows."""
+    keys = [c for c in default if c != column]
+    if column is not None:
+        if column not in table.column_names:
+            raise BadMoment(f"sort {column!r}: columns are {', '.join(table.column_names)}")
+        kind = table.schema.field(column).type
+        if pa.types.is_nested(kind):
+            raise BadMoment(f"sort {column!r}: a list column cannot order rows")
+        keys.insert(0, column)
+    order = [(c, "descending" if descending and c == column else "ascending") for c in keys]
+    return table.sort_by(order) if order else table
+
+
+class Explorer:
+    """The explorer's reads of one warehouse, named `cluster` in URLs."""
+
+    def __init__(self, reader: WarehouseReader, cluster: str, cache_bytes: int = DEFAULT_CACHE_BYTES,
+                 timeline_max_age_s: float = 5.0) -> None:
+        self.reader = reader
+        self.cluster = cluster
+        self.images: Cache[ImageView] = Cache(cache_bytes, ImageView.nbytes)
+        self.changes_cache: Cache[dict[str, pa.Table]] = Cache(
+            cache_bytes // 4, lambda tables: sum(t.nbytes for t in tables.values()))
+        self.timeline_max_age_s = timeline_max_age_s
+        self._timeline: tuple[int, float, Timeline] | None = None
+        self._timeline_lock = threading.Lock()
+
+    # -- moments ----------------------------------------------------------------------------------------
+
+    def offset(self, text: str | None) -> int:
+        """The offset a moment names; none: the last published image."""
+        return self.reader.published_range()[1] if not text else offset_of(self.reader, text)
+
+    def gaps(self) -> list[tuple[int, int]]:
+        """Ranges of offsets the history lacks, (first, last) each, drawn as gaps. The reader records none yet
+        (a follower that falls behind Kafka's retention will); a reader that exposes `gaps()` is used as is."""
+        listed = getattr(self.reader, "gaps", None)
+        return [(int(first), int(last)) for first, last in listed()] if callable(listed) else []
+
+    def time_of(self, offset: int) -> int:
+        """The append time (ms) of the batch holding `offset` (-1: unknown)."""
+        return self.reader.offset_times([offset])[offset]
+
+    # -- the image at a moment --------------------------------------------------------------------------
+
+    def image(self, offset: int) -> ImageView:
+        return self.images.get(offset, lambda: image_view(self.reader.image_at(offset)))
+
+    def table_page(self, offset: int, table: str, query: str | None, sort: str | None, descending: bool,
+                   page: int, size: int) -> Page:
+        if table not in TABLES:
+            raise NotFound(f"no table {table!r}; tables: {', '.join(TABLES)}")
+        check_page(page, size)
+        rows = self.image(offset).tables[table]
+        rows = searched(rows, [c for c in rows.column_names if not pa.types.is_nested(rows.schema.field(c).type)],
+                        query)
+        rows = sorted_by(rows, sort, descending, list(TABLES[table].key))
+        return Page(rows.num_rows, page, size, row_objects(_paged(rows, page, size)))
+
+    def topics_page(self, offset: int, query: str | None, sort: str | None, descending: bool, page: int,
+                    size: int) -> Page:
+        check_page(page, size)
+        topics = searched(self.image(offset).topics, ["name", "topic_id"], query)
+        topics = sorted_by(topics, sort, descending, ["name", "topic_id"])
+        return Page(topics.num_rows, page, size, _paged(topics, page, size).to_pylist())
+
+    def topic_ids(self, offset: int, name: str) -> pa.Table:
+        """The topic named `name` (or with that id) in the image (NotFound: none)."""
+        topics = self.image(offset).topics
+        found = topics.filter(pc.or_(pc.equal(topics["name"], name), pc.equal(topics["topic_id"], name)))
+        if found.num_rows == 0:
+            raise NotFound(f"no topic {name!r} at offset {offset}")
+        return found
+
+    def partitions_page(self, offset: int, topic: str, only: str | None, page: int, size: int) -> Page:
+        """A topic's partitions in partition order; `only` keeps those with one flag (under_replicated, …)."""
+        check_page(page, size)
+        view = self.image(offset)
+        topic_id = self.topic_ids(offset, topic)["topic_id"][0]
+        partitions = view.tables["partitions"]
+        mask = pc.equal(partitions["topic_id"], topic_id)
+        if only:
+            if only not in view.flags.column_names:
+                raise BadMoment(f"only {only!r}: one of {', '.join(view.flags.column_names)}")
+            mask = pc.and_(mask, view.flags[only])
+        rows = partitions.filter(mask).sort_by("partition_id")
+        return Page(rows.num_rows, page, size, row_objects(_paged(rows, page, size)))
+
+    # -- changes and history ----------------------------------------------------------------------------
+
+    def changes_page(self, start: int, end: int, table: str | None, query: str | None, page: int,
+                     size: int) -> tuple[dict[str, int], Page]:
+        """Per table how many rows changed in (start, end], and one page of one table's changes (the first
+        table with any when none is named), each as `kraftlake changes` prints it (before → after)."""
+        if end < start:
+            raise BadMoment(f"the end (offset {end}) is before the start (offset {start})")
+        if table is not None and table not in TABLES:
+            raise NotFound(f"no table {table!r}; tables: {', '.join(TABLES)}")
+        check_page(page, size)
+        changed = self.changes_cache.get((start, end), lambda: self.reader.changes(start, end))
+        filtered = {name: searched(rows, _key_columns(name), query) for name, rows in changed.items()}
+        counts = {name: rows.num_rows for name, rows in filtered.items()}
+        shown = table or next((name for name, count in counts.items() if count), None)
+        if shown is None or counts[shown] == 0:
+            return counts, Page(0, page, size, [])
+        rows = _paged(filtered[shown], page, size)
+        lines = self.reader.change_lines(shown, rows) if rows.num_rows else pa.array([], pa.string())
+        return counts, Page(counts[shown], page, size, [json.loads(line) for line in lines.to_pylist()])
+
+    def history_page(self, table: str, key: str, start: int | None, end: int | None, page: int,
+                     size: int) -> Page:
+        """Every version of the row(s) `key` names, the `history` rule, as `kraftlake history --json` prints."""
+        check_page(page, size)
+        versions: list[Version] = self.reader.history(table, key, start, end)
+        chosen = versions[(page - 1) * size: page * size]
+        return Page(len(versions), page, size, [v.as_json() for v in chosen])
+
+    # -- the timeline -----------------------------------------------------------------------------------
+
+    def timeline(self) -> Timeline:
+        last = self.reader.published_range()[1]
+        with self._timeline_lock:
+            kept = self._timeline
+            fresh = kept is not None and (kept[0] == last or time.monotonic() - kept[1] < self.timeline_max_age_s)
+            if kept is not None and fresh:
+                return kept[2]
+            with _BUILD:
+                built = build_timeline(self.reader)
+            self._timeline = (built.last_offset, time.monotonic(), built)
+            return built
+
+
+def _key_columns(table: str) -> list[str]:
+    """What a changes filter searches: the key columns (and a partition's topic name)."""
+    return [*TABLES[table].key, *(["topic_name"] if table == "partitions" else [])]
