@@ -17,7 +17,8 @@ from typing import Annotated, Any
 
 import numpy as np
 from deltalake.exceptions import DeltaError
-from fastapi import APIRouter, FastAPI, Path as PathParam, Query, Request
+from fastapi import APIRouter, FastAPI, Query, Request
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles

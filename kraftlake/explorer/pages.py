@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import jinja2
+import pyarrow.compute as pc
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
@@ -86,6 +87,8 @@ def cell(value: Any) -> str:
     """A value as a table cell shows it: lists comma-separated, structs as compact JSON, null as ∅."""
     if value is None:
         return "∅"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, list):
         return ", ".join(cell(v) if not isinstance(v, dict) else json.dumps(v, sort_keys=True) for v in value) \
             or "—"
@@ -94,8 +97,12 @@ def cell(value: Any) -> str:
     return str(value)
 
 
+def columns_of(table: str) -> list[str]:
+    return list(TABLES[table].schema.names)
+
+
 TEMPLATES.globals.update(cell=cell, history_key=history_key, tab_titles=TAB_TITLES, tabs=TABS,
-                         iso_time=iso_time)
+                         iso_time=iso_time, columns_of=columns_of)
 
 
 def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -150,7 +157,10 @@ def page_router(settings: Any) -> APIRouter:
         topics = explorer.topics_page(offset, q, sort, desc, page, 100)
         small = {name: explorer.table_page(offset, name, None, None, False, 1, 50)
                  for name in ("brokers", "controllers", "voters", "features", "kraft_version")}
+        totals = {name: int(pc.sum(view.flags[name]).as_py() or 0) for name in view.flags.column_names}
+        fenced = int(pc.sum(view.tables["brokers"]["fenced"]).as_py() or 0)
         return render("image.html.j2", **common(request, "image", offset), view=view, topics=topics, small=small,
+                      totals=totals, fenced=fenced,
                       q=q or "", sort=sort or "", desc=desc, page=page,
                       counts={name: t.num_rows for name, t in view.tables.items()})
 

@@ -118,7 +118,8 @@ def image_view(image: WarehouseImage) -> ImageView:
     else:
         minimum = np.full(partitions.num_rows, cluster)
     flags = pa.table({"under_replicated": isr < replicas, "under_min_isr": isr < minimum, "offline": leader < 0})
-    counted = pa.table({"topic_id": partitions["topic_id"], **{n: pc.cast(flags[n], pa.int64()) for n in flags.column_names}})
+    counted = pa.table({"topic_id": partitions["topic_id"],
+                        **{n: pc.cast(flags[n], pa.int64()) for n in flags.column_names}})
     per_topic = counted.group_by("topic_id").aggregate(
         [("topic_id", "count"), *((n, "sum") for n in flags.column_names)])
     topics = image.tables["topics"].join(per_topic, "topic_id", join_type="left outer")

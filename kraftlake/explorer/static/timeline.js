@@ -62,8 +62,10 @@ class Timeline {
     if (!response.ok) { this.root.textContent = body.detail || response.statusText; return; }
     this.data = body;
     this.domain = [body.from_time, Math.max(body.to_time, body.from_time + 1000)];
-    if (this.at !== null && this.cursorTime === null) this.cursorTime = await this.timeOf(this.at);
+    const first = this.cursorTime === null;
+    if (this.at !== null && first) this.cursorTime = await this.timeOf(this.at);
     this.draw();
+    if (first) this.summarize();
   }
 
   async timeOf(offset) {
@@ -120,8 +122,13 @@ class Timeline {
     y += 6;
     this.panel(svg, plot, y, "partitions", Object.entries(data.series).map(([name, points]) => [name, points, SERIES_COLORS[name]]));
     y += PANEL + 10;
-    this.panel(svg, plot, y, "leaders", Object.entries(data.leaders).map(([broker, points], i) =>
-      [`broker ${broker}`, points, LEADER_COLORS[i % LEADER_COLORS.length]]));
+    const leaders = Object.entries(data.leaders).map(([broker, points], i) =>
+      [`broker ${broker}`, points, LEADER_COLORS[i % LEADER_COLORS.length]]);
+    this.panel(svg, plot, y, "leaders", leaders);
+    leaders.slice(0, 4).forEach(([name, , color], i) => {
+      el("text", { x: 8 + (i % 2) * 42, y: y + 44 + Math.floor(i / 2) * 13, class: "series-label", fill: color },
+        svg).textContent = name.replace("broker ", "b");
+    });
     y += PANEL + 10;
 
     // Raft epochs
@@ -172,10 +179,11 @@ class Timeline {
     el("line", { x1: LEFT, x2: LEFT + this.plotWidth, y1: top + PANEL, y2: top + PANEL, stroke: "#e4e7ec" }, plot);
     for (const [name, points, color] of lines) {
       if (!points.length) continue;
-      let d = "";
-      points.forEach((p, i) => {
+      // before its first point a series is 0 (no partition had the flag, no broker led any)
+      let d = points[0].time > this.domain[0] ? `M${LEFT - 2},${yOf(0)}` : "";
+      points.forEach((p) => {
         const px = Math.max(this.x(p.time), LEFT - 2);
-        d += i === 0 ? `M${px},${yOf(p.value)}` : `H${px}V${yOf(p.value)}`;
+        d += d ? `H${px}V${yOf(p.value)}` : `M${px},${yOf(p.value)}`;
       });
       d += `H${this.x(this.data.last_time)}`;
       const path = el("path", { d, fill: "none", stroke: color, "stroke-width": 1.6, "data-series": name }, plot);
@@ -241,6 +249,41 @@ class Timeline {
     this.setOffset(body.offset, body.time);
   }
 
+  // What the timeline says at the cursor: each series' value and each broker's state there, the events
+  // around it; row counts from the image at that offset (the API's image summary).
+  async summarize() {
+    const box = document.querySelector("[data-testid=at-cursor]");
+    if (!box || this.at === null || !this.data) return;
+    const time = this.cursorTime;
+    const valueAt = (points) => { let v = 0; for (const p of points) { if (p.time <= time) v = p.value; else break; } return v; };
+    const states = Object.entries(this.data.brokers).map(([broker, spans]) => {
+      const span = spans.filter((s) => s.from_time <= time).pop();
+      return [broker, span ? span.state : "not yet registered"];
+    });
+    const near = this.data.events.filter((e) => e.offset <= this.at).slice(-12).reverse();
+    const response = await fetch(`${this.api.replace(/timeline$/, "image")}?at=${this.at}`, { credentials: "same-origin" });
+    const image = response.ok ? await response.json() : null;
+    const card = (title) => { const c = document.createElement("div"); c.className = "card";
+      const h = document.createElement("h2"); h.textContent = title; c.append(h); return c; };
+    const list = (items) => { const ul = document.createElement("ul");
+      for (const [text, href] of items) { const li = document.createElement("li");
+        if (href) { const a = document.createElement("a"); a.href = href; a.textContent = text; li.append(a); }
+        else li.textContent = text;
+        ul.append(li); }
+      return ul; };
+    const base = this.historyBase;
+    const health = card(`At offset ${this.at}`);
+    health.append(list([
+      ...Object.entries(this.data.series).map(([name, points]) => [`${name.replaceAll("_", " ")}: ${valueAt(points)}`]),
+      ...states.map(([broker, state]) => [`broker ${broker}: ${state.replaceAll("_", " ")}`, `${base}brokers?key=${broker}`]),
+      ...(image ? [[`${image.rows.topics} topics, ${image.rows.partitions} partitions, epoch ${image.epoch}`]] : []),
+    ]));
+    const events = card("Latest events up to the cursor");
+    events.append(near.length ? list(near.map((e) => [`${e.offset} ${e.table} ${e.change} ${e.key}`,
+      `${base}${e.table}?key=${encodeURIComponent(e.key)}`])) : document.createTextNode("none in view"));
+    box.replaceChildren(health, events);
+  }
+
   setOffset(offset, time) {
     this.at = offset;
     if (time) this.cursorTime = Date.parse(time);
@@ -264,6 +307,7 @@ class Timeline {
     if (input) input.value = offset;
     const shown = document.querySelector("[data-testid=moment-offset]");
     if (shown) shown.textContent = offset;
+    this.summarize();
   }
 
   zoomTo(from, to) {
