@@ -23,4 +23,5 @@ class NotFound(ExplorerError):
 
 
 class UnsafeBind(ExplorerError):
-    """Serving beyond loopback without an access token: refused before the server starts."""
+    """Serving beyond loopback without an access token, or on a port that is taken: refused before the server
+    starts."""

@@ -55,11 +55,19 @@ def allowed_hosts(options: ServeOptions) -> list[str]:
     return ["*"] if options.token else ["127.0.0.1", "localhost", "[::1]", "::1"]
 
 
-def free_port(host: str) -> int:
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    with socket.socket(family) as sock:
-        sock.bind((host.strip("[]"), 0))
-        return int(sock.getsockname()[1])
+def bound_socket(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before the URL is announced: a client may connect as soon as it reads it,
+    and no other process can take the port in between."""
+    bare = host.strip("[]")
+    sock = socket.socket(socket.AF_INET6 if ":" in bare else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((bare, port))
+    except OSError as error:
+        sock.close()
+        raise UnsafeBind(f"cannot listen on {host}:{port}: {error.strerror}") from None
+    sock.listen(128)
+    return sock
 
 
 def serve(reader: WarehouseReader, options: ServeOptions, announce: Callable[[str], None] = print) -> None:
@@ -67,11 +75,12 @@ def serve(reader: WarehouseReader, options: ServeOptions, announce: Callable[[st
     import uvicorn
 
     check_bind(options)
-    port = options.port or free_port(options.host)
+    sock = bound_socket(options.host, options.port)
+    port = sock.getsockname()[1]
     explorer = Explorer(reader, options.cluster, options.cache_bytes)
     app = create_app(Settings(explorer, options.token, allowed_hosts(options)))
-    shown = f"[{options.host}]" if ":" in options.host else options.host
+    shown = f"[{options.host.strip('[]')}]" if ":" in options.host else options.host
     suffix = f"/?token={options.token}" if options.token else "/"
     announce(f"kraftlake ui: http://{shown}:{port}{suffix}  (warehouse {reader.uri}; Ctrl-C stops)")
-    uvicorn.run(app, host=options.host.strip("[]"), port=port, log_level="warning", access_log=False,
-                server_header=False)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, server_header=False)
+    uvicorn.Server(config).run(sockets=[sock])

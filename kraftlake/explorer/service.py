@@ -162,7 +162,7 @@ def searched(table: pa.Table, columns: Iterable[str], text: str | None) -> pa.Ta
 def sorted_by(table: pa.Table, column: str | None, descending: bool, default: list[str]) -> pa.Table:
     """Rows in `column`'s order (then the default order); a list or struct column cannot order rows."""
     keys = [c for c in default if c != column]
-    if column is not None:
+    if column:
         if column not in table.column_names:
             raise BadMoment(f"sort {column!r}: columns are {', '.join(table.column_names)}")
         kind = table.schema.field(column).type
