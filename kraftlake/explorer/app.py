@@ -33,6 +33,7 @@ from kraftlake.explorer.schemas import (
     Cluster,
     Epoch,
     Event,
+    Gap,
     HistoryPage,
     HistoryRange,
     ImageSummary,
@@ -127,7 +128,8 @@ def api_router(settings: Settings) -> APIRouter:
         first, last = ex.reader.published_range()
         times = ex.reader.offset_times([first, last])
         return HistoryRange(cluster=ex.cluster, warehouse=ex.reader.uri, first_offset=first, last_offset=last,
-                            first_time=iso_time(times[first]), last_time=iso_time(times[last]), gaps=ex.gaps(),
+                            first_time=iso_time(times[first]), last_time=iso_time(times[last]),
+                            gaps=[Gap(first=a, last=b) for a, b in ex.gaps()],
                             tables=list(TABLES))
 
     @router.get("/clusters/{cluster}/offset", response_model=Moment, tags=["clusters"])
@@ -249,7 +251,8 @@ def timeline_out(ex: Explorer, from_text: str | None, to_text: str | None, focus
     epoch_times = line.clock.times(np.array([o for e in line.epochs for o in e[1:]], dtype=np.int64)).tolist()
     return TimelineOut(
         first_offset=line.first_offset, last_offset=line.last_offset, first_time=first_time, last_time=last_time,
-        from_time=low, to_time=high, gaps=gaps, gap_times=[(a, b) for a, b in gap_times],
+        from_time=low, to_time=high, gaps=[Gap(first=a, last=b) for a, b in gaps],
+        gap_times=[Gap(first=a, last=b) for a, b in gap_times],
         brokers=brokers,
         series={"under_replicated": points(line.under_replicated), "under_min_isr": points(line.under_min_isr),
                 "offline": points(line.offline)},

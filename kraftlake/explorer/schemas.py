@@ -23,6 +23,13 @@ class Cluster(BaseModel):
     warehouse: str
 
 
+class Gap(BaseModel):
+    """Offsets `first`..`last` the history lacks (Kafka deleted them before they were read)."""
+
+    first: int
+    last: int
+
+
 class HistoryRange(BaseModel):
     """What the warehouse can answer: its first and last published image, and the holes in between."""
 
@@ -32,7 +39,7 @@ class HistoryRange(BaseModel):
     last_offset: int
     first_time: str
     last_time: str
-    gaps: list[tuple[int, int]] = Field(description="(first, last) offsets the history lacks; drawn as gaps")
+    gaps: list[Gap] = Field(description="offsets the history lacks; drawn as gaps")
     tables: list[str]
 
 
@@ -145,8 +152,8 @@ class TimelineOut(BaseModel):
     last_time: int
     from_time: int
     to_time: int
-    gaps: list[tuple[int, int]]
-    gap_times: list[tuple[int, int]]
+    gaps: list[Gap]
+    gap_times: list[Gap] = Field(description="the gaps' first and last append times (epoch ms)")
     brokers: dict[str, list[BrokerSpan]]
     series: dict[str, list[Point]]
     leaders: dict[str, list[Point]]

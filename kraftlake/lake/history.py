@@ -94,7 +94,9 @@ class KeyParser:
                 mechanisms = [Where("mechanism", "=", mechanism)] if mechanism else []
                 return AnyOf.of([[Where("user", "=", user), *mechanisms]])
             case _:
-                return AnyOf.of([[Where(TABLES[table].key[0], "=", text)]])
+                column = TABLES[table].schema.field(TABLES[table].key[0])
+                value: str | int = self._int(text, f"a {column.name}") if pa.types.is_integer(column.type) else text
+                return AnyOf.of([[Where(column.name, "=", value)]])
 
     def _int(self, text: str, what: str) -> int:
         try:

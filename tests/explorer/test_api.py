@@ -59,6 +59,7 @@ def test_changes_and_history_are_the_cli_lines(demo_client: TestClient, demo_war
     (["history", "--table", "partitions", "--key", "nosuch-1"], "/history/partitions", {"key": "nosuch-1"}, 404),
     (["history", "--table", "brokers", "--key", "x"], "/history/brokers", {"key": "x"}, 404),
     (["history", "--table", "nosuch", "--key", "1"], "/history/nosuch", {"key": "1"}, 404),
+    (["history", "--table", "voters", "--key", "x"], "/history/voters", {"key": "x"}, 404),
 ])
 def test_refusals_carry_the_cli_line(demo_client: TestClient, demo_warehouse: Warehouse, argv: list[str], path: str,
                                      params: dict[str, Any], status: int) -> None:

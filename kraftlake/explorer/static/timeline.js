@@ -156,7 +156,7 @@ class Timeline {
     }
 
     // gaps in the history
-    for (const [start, end] of data.gap_times) {
+    for (const { first: start, last: end } of data.gap_times) {
       el("rect", { x: this.x(start), y: AXIS, width: Math.max(this.x(end) - this.x(start), 3), height: height - AXIS,
         fill: "url(#gap)", opacity: 0.8, "data-testid": "gap" }, plot);
     }
