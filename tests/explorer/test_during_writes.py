@@ -77,8 +77,13 @@ def test_the_explorer_shows_whole_images_while_the_warehouse_is_written(samples_
     answers: list[dict[str, Any]] = []
     failures: list[str] = []
     maintained: list[subprocess.CompletedProcess] = []
-    writer = threading.Thread(target=lambda: (ingest(samples_dir / SAMPLE, warehouse, image_every=IMAGE_EVERY,
-                                                     policy=POLICY), done.set()))
+    def write() -> None:
+        try:
+            ingest(samples_dir / SAMPLE, warehouse, image_every=IMAGE_EVERY, policy=POLICY)
+        finally:
+            done.set()
+
+    writer = threading.Thread(target=write)
     writer.start()
     try:
         while not (warehouse.exists() and WarehouseReader(warehouse).last_published() >= 0) and writer.is_alive():
