@@ -126,9 +126,10 @@ def page(browser: Any) -> Iterator[Any]:
     context.close()
 
 
-def screenshot(page: Any, name: str) -> Path:
-    """A screenshot kept as a test artifact (build/test-artifacts/explorer/)."""
+def screenshot(page: Any, name: str, full_page: bool = True) -> Path:
+    """A screenshot kept as a test artifact (build/test-artifacts/explorer/); the README's two images are
+    `demo-timeline-view.png` and `sample-cluster-view.png` from here."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
     return path

@@ -2,7 +2,7 @@
 broker, ISR shrinks below min.insync.replicas, an offline partition, config changes; see
 tests/analytics/test_summaries.py) and then a SCRAM user, an ACL, a client quota, a delegation token, a
 sensitive broker config and a topic created and deleted, written by the streaming job's pipeline into real
-Delta tables. One record per batch at offset N, appended at 1,000,000 + N * 1000 ms."""
+Delta tables. One record per batch at offset N, appended at START_MS + N * 1000 ms."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from tests.replay.builders import P, T, data, uuid
 
 PAYMENTS = uuid(41)
 SECRETS = ("SALT-SECRET", "STORED-KEY-SECRET", "SERVER-KEY-SECRET", "hunter2-password")
-START_MS = 1_000_000
+START_MS = 1_795_659_220_000  # 2026-11-26T02:13:40Z: the demo reads like an incident at 02:14
 
 EXTRA: list[Any] = [
     mt.UserScramCredentialRecord(name="alice", mechanism=1, salt=b"SALT-SECRET", stored_key=b"STORED-KEY-SECRET",

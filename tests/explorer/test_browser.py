@@ -83,12 +83,14 @@ def test_cursor_pages_and_deep_links(case: str, request: pytest.FixtureRequest, 
     page.wait_for_selector("[data-testid=at-cursor] .card")
     assert page.locator("[data-testid=moment-offset]").inner_text() == str(typed)
     screenshot(page, f"{case}-timeline-typed")
+    screenshot(page, f"{case}-timeline-view", full_page=False)
 
     # the cluster at the cursor, the topic searched, its partitions against the CLI's answer there
     page.click("[data-testid=open-image]")
     page.wait_for_url("**/image?**")
     assert at_of(page.url) == typed
     screenshot(page, f"{case}-cluster")
+    screenshot(page, f"{case}-cluster-view", full_page=False)
     page.fill("[data-testid=topic-search] input[name=q]", topic)
     page.press("[data-testid=topic-search] input[name=q]", "Enter")
     page.wait_for_url("**q=**")

@@ -3,7 +3,7 @@
 // State lives in the URL: `at` (the cursor, an offset), `from`/`to` (the zoom window, ISO times).
 
 const SVG = "http://www.w3.org/2000/svg";
-const LEFT = 96, RIGHT = 16, AXIS = 26, LANE = 14, LANE_GAP = 4, PANEL = 84, EPOCHS = 18, EVENTS = 26;
+const LEFT = 96, RIGHT = 16, AXIS = 38, LANE = 14, LANE_GAP = 4, PANEL = 84, EPOCHS = 18, EVENTS = 26;
 const STATE_COLORS = { registered: "#2ca02c", fenced: "#d62728", controlled_shutdown: "#ff7f0e", unregistered: "#d0d5dd" };
 const SERIES_COLORS = { under_replicated: "#f79009", under_min_isr: "#7a5af8", offline: "#b42318" };
 const EVENT_COLORS = { topics: "#2456c9", configs: "#0e9384", client_quotas: "#c11574", acls: "#b54708",
