@@ -39,6 +39,7 @@ from kraftlake.explorer.schemas import (
     ImageSummary,
     Moment,
     Point,
+    PrincipalHistory,
     Problem,
     RowsPage,
     TimelineOut,
@@ -213,6 +214,12 @@ def api_router(settings: Settings) -> APIRouter:
         end = ex.offset(to) if to else None
         found = ex.history_page(table, key, start, end, page, size)
         return HistoryPage(table=table, key=key, total=found.total, page=page, size=size, versions=found.rows)
+
+    @router.get("/clusters/{cluster}/principals/{principal}", response_model=PrincipalHistory, tags=["history"])
+    def principal(cluster: ClusterName, principal: Annotated[str, PathParam(max_length=300, description=(
+            "User:alice, or alice"))]) -> PrincipalHistory:
+        """Every version of a principal's ACLs, SCRAM credentials and user quotas."""
+        return PrincipalHistory(principal=principal, tables=known(cluster).principal_history(principal))
 
     return router
 

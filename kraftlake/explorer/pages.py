@@ -65,6 +65,9 @@ class Links:
     def changes(self, start: Any, end: Any, **query: Any) -> str:
         return self._url("/changes", from_=start, to=end, **query)
 
+    def principal(self, principal: str, at: Any = None) -> str:
+        return self._url(f"/principals/{quote(principal, safe='')}", at=self._moment(at))
+
     def history(self, table: str, key: str, at: Any = None, **query: Any) -> str:
         return self._url(f"/history/{quote(table, safe='')}", key=key, at=self._moment(at), **query)
 
@@ -213,6 +216,15 @@ def page_router(settings: Any) -> APIRouter:
         found = explorer.history_page(table, key, None, None, page, 100) if key else None
         return render("history.html.j2", **common(request, "history", offset), table=table, key=key,
                       found=found, page=page, window_from="", window_to="")
+
+    @router.get("/clusters/{cluster}/principals/{principal}")
+    def principal(request: Request, cluster: str, principal: str) -> Response:
+        """A principal over time: its ACLs, SCRAM credentials and quotas."""
+        known(cluster)
+        at = request.query_params.get("at")
+        offset = explorer.offset(at) if at else None
+        return render("principal.html.j2", **common(request, "history", offset), principal=principal,
+                      tables=explorer.principal_history(principal))
 
     @router.get("/clusters/{cluster}/brokers/{broker}")
     def broker(cluster: str, broker: str, request: Request) -> Response:

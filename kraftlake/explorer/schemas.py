@@ -112,6 +112,14 @@ class HistoryPage(BaseModel):
     versions: list[dict[str, Any]]
 
 
+class PrincipalHistory(BaseModel):
+    """Every version of the rows that name a principal, per table (acls, scram_credentials, client_quotas),
+    each as `kraftlake history --json` prints it."""
+
+    principal: str
+    tables: dict[str, list[dict[str, Any]]]
+
+
 class Point(BaseModel):
     offset: int
     time: int = Field(description="epoch milliseconds")

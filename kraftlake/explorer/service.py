@@ -31,6 +31,7 @@ from kraftlake.image_schema.json_text import row_lines
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.history import Version
 from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.scan import Where
 from kraftlake.lake.time_travel import WarehouseImage
 from kraftlake.replay.image import Provenance
 
@@ -276,6 +277,20 @@ class Explorer:
         versions: list[Version] = self.reader.history(table, key, start, end)
         chosen = versions[(page - 1) * size: page * size]
         return Page(len(versions), page, size, [v.as_json() for v in chosen])
+
+    def principal_history(self, principal: str) -> dict[str, list[dict[str, Any]]]:
+        """Every version of what names a principal (`User:alice`, or `alice`): its ACLs, its SCRAM credentials
+        and its user quotas, per table, each version as `kraftlake history --json` prints it."""
+        kind, _, name = principal.rpartition(":")
+        full = principal if kind else f"User:{principal}"
+        acl_ids = sorted(set(self.reader.history_rows("acls", [Where("principal", "=", full)], ["acl_id"])
+                             ["acl_id"].to_pylist()))
+        found = {"acls": sorted((v.as_json() for acl in acl_ids for v in self.reader.history("acls", acl)),
+                                key=lambda version: version["offset"])}
+        if kind in ("", "User"):
+            found["scram_credentials"] = [v.as_json() for v in self.reader.history("scram_credentials", name)]
+            found["client_quotas"] = [v.as_json() for v in self.reader.history("client_quotas", f"user={name}")]
+        return found
 
     # -- the timeline -----------------------------------------------------------------------------------
 

@@ -95,11 +95,24 @@ def test_no_secret_reaches_a_page_or_the_api(demo_client: TestClient) -> None:
     urls += [f"/clusters/demo/image/{t}" for t in ("configs", "scram_credentials", "delegation_tokens")]
     urls += [f"/clusters/demo/changes?from=0&to={LAST}&table={t}" for t in ("configs", "scram_credentials")]
     urls += ["/clusters/demo/history/scram_credentials?key=alice", "/clusters/demo/history/configs?key=broker:0"]
+    urls += [f"{API}/principals/User:alice", "/clusters/demo/principals/User%3Aalice"]
     for url in urls:
         response = demo_client.get(url)
         assert response.status_code == 200, url
         assert not any(secret in response.text for secret in SECRETS), url
     assert "[redacted]" in demo_client.get(f"{API}/image/configs").text
+
+
+def test_a_principal_over_time(demo_client: TestClient, demo_warehouse: Warehouse) -> None:
+    """Its ACLs (found by the principal column), SCRAM credentials and user quotas, as `history` answers each."""
+    tables = demo_client.get(f"{API}/principals/User:alice").json()["tables"]
+    assert {table: [v["offset"] for v in versions] for table, versions in tables.items()} == {
+        "acls": [28], "scram_credentials": [27], "client_quotas": [29]}
+    code, out, _ = cli(["history", "--warehouse", demo_warehouse.uri, "--table", "client_quotas", "--key",
+                        "user=alice", "--json"])
+    assert code == 0 and tables["client_quotas"] == lines(out)
+    assert demo_client.get(f"{API}/principals/User:bob").json()["tables"] == {
+        "acls": [], "scram_credentials": [], "client_quotas": []}
 
 
 def test_token_and_host_rules(demo_warehouse: Warehouse) -> None:
