@@ -52,7 +52,7 @@ def check_bind(options: ServeOptions) -> None:
 def allowed_hosts(options: ServeOptions) -> list[str]:
     """Loopback without a token: only loopback Host names (a page elsewhere cannot rebind a name of its own to
     127.0.0.1 and read the API). With a token, any (the token protects it)."""
-    return ["*"] if options.token else ["127.0.0.1", "localhost", "[::1]", "::1"]
+    return ["*"] if options.token else sorted({"127.0.0.1", "localhost", "[::1]", "::1", options.host})
 
 
 def bound_socket(host: str, port: int) -> socket.socket:
