@@ -26,7 +26,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from kraftlake.explorer import timeline as tl
-from kraftlake.explorer.errors import ExplorerError, NotFound
+from kraftlake.explorer.errors import BadRequest, ExplorerError, NotFound
+from kraftlake.explorer.moments import parse_time
 from kraftlake.explorer.schemas import (
     BrokerSpan,
     ChangesPage,
@@ -227,8 +228,6 @@ def api_router(settings: Settings) -> APIRouter:
 def timeline_out(ex: Explorer, from_text: str | None, to_text: str | None, focus_table: str | None,
                  focus_key: str | None) -> TimelineOut:
     """The timeline in a time window (default: the whole history), thinned for drawing."""
-    from kraftlake.explorer.moments import parse_time
-
     line = ex.timeline()
     first_time, last_time = (int(t) for t in line.clock.times(np.array([line.first_offset, line.last_offset])))
     if len(line.clock.times_ms):  # the history before the first image is drawn too
@@ -236,7 +235,7 @@ def timeline_out(ex: Explorer, from_text: str | None, to_text: str | None, focus
     low = parse_time(from_text) if from_text else first_time
     high = parse_time(to_text) if to_text else last_time
     if high < low:
-        raise ExplorerError(f"the window's end ({to_text}) is before its start ({from_text})")
+        raise BadRequest(f"the window's end ({to_text}) is before its start ({from_text})")
 
     def points(series: tl.Series) -> list[Point]:
         return [Point(offset=o, time=t, value=v) for o, t, v in tl.window(series, low, high, BUCKETS)]

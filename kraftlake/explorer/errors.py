@@ -11,8 +11,9 @@ class ExplorerError(Exception):
     title = "Bad request"
 
 
-class BadMoment(ExplorerError):
-    """An offset or time that is neither (`at=yesterday`), or a window whose end precedes its start."""
+class BadRequest(ExplorerError):
+    """A moment that is neither an offset nor a time (`at=yesterday`), a window whose end precedes its start,
+    a sort column or filter the view does not have, a page out of bounds."""
 
 
 class NotFound(ExplorerError):

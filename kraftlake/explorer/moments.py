@@ -6,24 +6,24 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from kraftlake.explorer.errors import BadMoment
+from kraftlake.explorer.errors import BadRequest
 from kraftlake.lake.reader import WarehouseReader
 
 MAX_OFFSET = 2**63 - 1  # a Kafka offset is a signed 64-bit integer
 
 
 def parse_time(text: str) -> int:
-    """Epoch milliseconds of an ISO-8601 time (BadMoment: not one)."""
+    """Epoch milliseconds of an ISO-8601 time (BadRequest: not one)."""
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise BadMoment(f"{text!r}: not an offset nor an ISO-8601 time") from None
+        raise BadRequest(f"{text!r}: not an offset nor an ISO-8601 time") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     try:
         return int(moment.timestamp() * 1000)
     except (OverflowError, OSError, ValueError):
-        raise BadMoment(f"{text!r}: a time out of range") from None
+        raise BadRequest(f"{text!r}: a time out of range") from None
 
 
 def offset_of(reader: WarehouseReader, text: str) -> int:
@@ -32,8 +32,8 @@ def offset_of(reader: WarehouseReader, text: str) -> int:
     if stripped.isdigit():
         offset = int(stripped)
         if offset > MAX_OFFSET:
-            raise BadMoment(f"{text!r}: an offset is at most {MAX_OFFSET}")
+            raise BadRequest(f"{text!r}: an offset is at most {MAX_OFFSET}")
         return offset
     if stripped.startswith("-") and stripped[1:].isdigit():
-        raise BadMoment(f"{text!r}: an offset is not negative")
+        raise BadRequest(f"{text!r}: an offset is not negative")
     return reader.offset_at(parse_time(stripped))

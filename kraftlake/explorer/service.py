@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kraftlake.explorer.errors import BadMoment, NotFound
+from kraftlake.explorer.errors import BadRequest, NotFound
 from kraftlake.explorer.moments import offset_of
 from kraftlake.explorer.timeline import Timeline, build_timeline
 from kraftlake.image_schema.json_text import row_lines
@@ -65,9 +65,6 @@ class Cache(Generic[V]):
             while len(self._values) > 1 and sum(size for _, size in self._values.values()) > self.budget:
                 self._values.popitem(last=False)
         return value
-
-    def __len__(self) -> int:
-        return len(self._values)
 
 
 @dataclass(frozen=True)
@@ -146,7 +143,7 @@ def _paged(table: pa.Table, page: int, size: int) -> pa.Table:
 
 def check_page(page: int, size: int) -> None:
     if page < 1 or not 1 <= size <= MAX_PAGE_SIZE:
-        raise BadMoment(f"page {page}, size {size}: pages count from 1, a page holds 1 to {MAX_PAGE_SIZE} rows")
+        raise BadRequest(f"page {page}, size {size}: pages count from 1, a page holds 1 to {MAX_PAGE_SIZE} rows")
 
 
 def searched(table: pa.Table, columns: Iterable[str], text: str | None) -> pa.Table:
@@ -165,10 +162,10 @@ def sorted_by(table: pa.Table, column: str | None, descending: bool, default: li
     keys = [c for c in default if c != column]
     if column:
         if column not in table.column_names:
-            raise BadMoment(f"sort {column!r}: columns are {', '.join(table.column_names)}")
+            raise BadRequest(f"sort {column!r}: columns are {', '.join(table.column_names)}")
         kind = table.schema.field(column).type
         if pa.types.is_nested(kind):
-            raise BadMoment(f"sort {column!r}: a list column cannot order rows")
+            raise BadRequest(f"sort {column!r}: a list column cannot order rows")
         keys.insert(0, column)
     order = [(c, "descending" if descending and c == column else "ascending") for c in keys]
     return table.sort_by(order) if order else table
@@ -244,7 +241,7 @@ class Explorer:
         mask = pc.equal(partitions["topic_id"], topic_id)
         if only:
             if only not in view.flags.column_names:
-                raise BadMoment(f"only {only!r}: one of {', '.join(view.flags.column_names)}")
+                raise BadRequest(f"only {only!r}: one of {', '.join(view.flags.column_names)}")
             mask = pc.and_(mask, view.flags[only])
         rows = partitions.filter(mask).sort_by("partition_id")
         return Page(rows.num_rows, page, size, row_objects(_paged(rows, page, size)))
@@ -256,7 +253,7 @@ class Explorer:
         """Per table how many rows changed in (start, end], and one page of one table's changes (the first
         table with any when none is named), each as `kraftlake changes` prints it (before → after)."""
         if end < start:
-            raise BadMoment(f"the end (offset {end}) is before the start (offset {start})")
+            raise BadRequest(f"the end (offset {end}) is before the start (offset {start})")
         if table is not None and table not in TABLES:
             raise NotFound(f"no table {table!r}; tables: {', '.join(TABLES)}")
         check_page(page, size)

@@ -90,11 +90,6 @@ class Timeline:
     epochs: list[tuple[int, int, int]]  # (epoch, first offset, last offset)
     events: Events
 
-    def nbytes(self) -> int:
-        arrays = [self.clock.bases, self.clock.times_ms, self.events.offsets, self.under_replicated.offsets,
-                  self.under_min_isr.offsets, self.offline.offsets, *(s.offsets for s in self.leaders.values())]
-        return 3 * sum(a.nbytes for a in arrays) + 200 * len(self.events.keys)
-
 
 def build_timeline(reader: WarehouseReader) -> Timeline:
     """The timeline up to the last published image (whole images only, the reader's rule)."""
