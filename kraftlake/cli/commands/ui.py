@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Any
 
 from kraftlake.cli.commands.warehouse import lake_errors, open_reader
@@ -22,6 +23,7 @@ def register(subparsers: Any) -> None:
     ui.add_argument("--token", help="access token every request must carry (default: $KRAFTLAKE_UI_TOKEN)")
     ui.add_argument("--name", default="default", help="the cluster's name in URLs (default: default)")
     ui.add_argument("--cache-mb", type=int, default=512, help="memory for cached images (default 512)")
+    ui.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     ui.set_defaults(handler=run_ui)
 
 
