@@ -36,19 +36,22 @@ from kraftlake.lake.time_travel import WarehouseImage
 from kraftlake.replay.image import Provenance
 
 V = TypeVar("V")
-DEFAULT_CACHE_BYTES = 512 << 20
+DEFAULT_CACHE_BYTES = 512 << 20  # half for images, a quarter each for diffs and their lines
 MAX_PAGE_SIZE = 500
 _BUILD = threading.Lock()  # one big read at a time in the process
 
 
 class Cache(Generic[V]):
-    """A least-recently-used cache bounded by the bytes its values hold (the newest value always stays)."""
+    """A least-recently-used cache bounded by the bytes its values hold. Before a value is built, room is made
+    for one as big as the last one built, so the cache and the value under construction together stay within
+    the budget (the newest value always stays, whatever its size)."""
 
     def __init__(self, budget_bytes: int, size_of: Callable[[V], int]) -> None:
         self.budget = budget_bytes
         self.size_of = size_of
         self._values: OrderedDict[Hashable, tuple[V, int]] = OrderedDict()
         self._lock = threading.Lock()
+        self._last_size = 0
 
     def get(self, key: Hashable, build: Callable[[], V]) -> V:
         with self._lock:
@@ -59,12 +62,21 @@ class Cache(Generic[V]):
             with self._lock:
                 if key in self._values:
                     return self._values[key][0]
+                self._evict(self._last_size)
             value = build()
-        with self._lock:
-            self._values[key] = (value, self.size_of(value))
-            while len(self._values) > 1 and sum(size for _, size in self._values.values()) > self.budget:
-                self._values.popitem(last=False)
+            size = self.size_of(value)
+            with self._lock:
+                self._values[key] = (value, size)
+                self._last_size = size
+                self._evict(0)
         return value
+
+    def _evict(self, room: int) -> None:
+        """Drop the least recently used values until they and `room` more bytes fit the budget."""
+        while self._values and sum(size for _, size in self._values.values()) + room > self.budget:
+            if room == 0 and len(self._values) == 1:
+                return
+            self._values.popitem(last=False)
 
 
 @dataclass(frozen=True)
@@ -75,9 +87,19 @@ class ImageView:
     tables: dict[str, pa.Table]
     topics: pa.Table  # topic_id, name, partitions, under_replicated, under_min_isr, offline
     flags: pa.Table  # per partition row: under_replicated, under_min_isr, offline
+    topic_ids: pa.Array  # the distinct topic ids of `partitions`
+    by_topic: np.ndarray  # partition rows ordered by their topic id's position in `topic_ids`
+    topic_starts: np.ndarray  # where each topic id's rows start in `by_topic` (and the end, last)
 
     def nbytes(self) -> int:
-        return sum(t.nbytes for t in self.tables.values()) + self.topics.nbytes + self.flags.nbytes
+        arrays = self.topic_ids.nbytes + self.by_topic.nbytes + self.topic_starts.nbytes
+        return sum(t.nbytes for t in self.tables.values()) + self.topics.nbytes + self.flags.nbytes + arrays
+
+    def partition_rows(self, topic_id: str) -> np.ndarray:
+        """The rows of `partitions` holding one topic's partitions (an index, not a scan of 1M rows)."""
+        found = pc.index(self.topic_ids, topic_id).as_py()
+        return self.by_topic[self.topic_starts[found]:self.topic_starts[found + 1]] if found >= 0 else \
+            np.zeros(0, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -126,7 +148,11 @@ def image_view(image: WarehouseImage) -> ImageView:
         "partitions": pc.fill_null(topics["topic_id_count"], 0),
         **{n: pc.fill_null(topics[f"{n}_sum"], 0) for n in flags.column_names},
     })
-    return ImageView(image.provenance, dict(image.tables), topics, flags)
+    encoded = pc.dictionary_encode(partitions["topic_id"]).combine_chunks()
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    by_topic = np.argsort(codes, kind="stable")
+    starts = np.searchsorted(codes[by_topic], np.arange(len(encoded.dictionary) + 1))
+    return ImageView(image.provenance, dict(image.tables), topics, flags, encoded.dictionary, by_topic, starts)
 
 
 def _positive(text: str | None, default: int) -> int:
@@ -178,9 +204,10 @@ class Explorer:
                  timeline_max_age_s: float = 5.0) -> None:
         self.reader = reader
         self.cluster = cluster
-        self.images: Cache[ImageView] = Cache(cache_bytes, ImageView.nbytes)
+        self.images: Cache[ImageView] = Cache(cache_bytes // 2, ImageView.nbytes)
         self.changes_cache: Cache[dict[str, pa.Table]] = Cache(
             cache_bytes // 4, lambda tables: sum(t.nbytes for t in tables.values()))
+        self.change_lines: Cache[pa.Array] = Cache(cache_bytes // 4, lambda lines: lines.nbytes)
         self.timeline_max_age_s = timeline_max_age_s
         self._timeline: tuple[int, float, Timeline] | None = None
         self._timeline_lock = threading.Lock()
@@ -237,13 +264,13 @@ class Explorer:
         check_page(page, size)
         view = self.image(offset)
         topic_id = self.topic_ids(offset, topic)["topic_id"][0]
-        partitions = view.tables["partitions"]
-        mask = pc.equal(partitions["topic_id"], topic_id)
+        at = pa.array(view.partition_rows(topic_id))
+        rows = view.tables["partitions"].take(at)
         if only:
             if only not in view.flags.column_names:
                 raise BadRequest(f"only {only!r}: one of {', '.join(view.flags.column_names)}")
-            mask = pc.and_(mask, view.flags[only])
-        rows = partitions.filter(mask).sort_by("partition_id")
+            rows = rows.filter(view.flags[only].take(at))
+        rows = rows.sort_by("partition_id")
         return Page(rows.num_rows, page, size, row_objects(_paged(rows, page, size)))
 
     # -- changes and history ----------------------------------------------------------------------------
@@ -263,9 +290,12 @@ class Explorer:
         shown = table or next((name for name, count in counts.items() if count), None)
         if shown is None or counts[shown] == 0:
             return counts, Page(0, page, size, [])
-        rows = _paged(filtered[shown], page, size)
-        lines = self.reader.change_lines(shown, rows) if rows.num_rows else pa.array([], pa.string())
-        return counts, Page(counts[shown], page, size, [json.loads(line) for line in lines.to_pylist()])
+        # each key's version before the window is found by one read of the table's history for all the
+        # changed keys (the reader's `change_lines`): done once per diff and filter, then paged
+        lines = self.change_lines.get((start, end, shown, query),
+                                      lambda: self.reader.change_lines(shown, filtered[shown]))
+        chosen = lines.slice((page - 1) * size, size).to_pylist()
+        return counts, Page(counts[shown], page, size, [json.loads(line) for line in chosen])
 
     def history_page(self, table: str, key: str, start: int | None, end: int | None, page: int,
                      size: int) -> Page:
