@@ -21,7 +21,7 @@ from kraftlake.explorer.service import Explorer
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
 from tests.explorer.conftest import KRAFTLAKE, REPO
-from tests.explorer.scenario import LAST, SECRETS
+from tests.explorer.scenario import LAST, SECRETS, START_MS
 from tests.lake.reader_loop import run as cli
 
 API = "/api/v1/clusters/demo"
@@ -113,6 +113,21 @@ def test_a_principal_over_time(demo_client: TestClient, demo_warehouse: Warehous
     assert code == 0 and tables["client_quotas"] == lines(out)
     assert demo_client.get(f"{API}/principals/User:bob").json()["tables"] == {
         "acls": [], "scram_credentials": [], "client_quotas": []}
+
+
+class GappedReader(WarehouseReader):
+    """A reader that records a gap (offsets 13-15), as one that follows a live cluster will."""
+
+    def gaps(self) -> list[tuple[int, int]]:
+        return [(13, 15)]
+
+
+def test_gaps_the_reader_records_are_drawn(demo_client: TestClient, demo_warehouse: Warehouse) -> None:
+    assert demo_client.get(API).json()["gaps"] == []  # today's reader records none
+    client = TestClient(create_app(Settings(Explorer(GappedReader(demo_warehouse), "demo"))))
+    assert client.get(API).json()["gaps"] == [{"first": 13, "last": 15}]
+    timeline = client.get(f"{API}/timeline").json()
+    assert timeline["gap_times"] == [{"first": START_MS + 13_000, "last": START_MS + 15_000}]
 
 
 def test_token_and_host_rules(demo_warehouse: Warehouse) -> None:
