@@ -50,6 +50,7 @@ class Timeline {
     this.data = null;
     this.cursorTime = null;
     this.refetch = null;
+    this.keyed = null;
   }
 
   async load() {
@@ -84,8 +85,8 @@ class Timeline {
     this.plotWidth = width - LEFT - RIGHT;
     const brokers = Object.keys(data.brokers).sort((a, b) => Number(a) - Number(b));
     const height = AXIS + brokers.length * (LANE + LANE_GAP) + 2 * (PANEL + 10) + EPOCHS + EVENTS + 16;
-    const svg = el("svg", { viewBox: `0 0 ${width} ${height}`, height, role: "img",
-      "aria-label": "the cluster's history on a time axis" });
+    const svg = el("svg", { viewBox: `0 0 ${width} ${height}`, height, role: "img", tabindex: 0,
+      "aria-label": "the cluster's history on a time axis; the arrow keys move the cursor" });
     const defs = el("defs", {}, svg);
     const pattern = el("pattern", { id: "gap", width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" }, defs);
     el("rect", { width: 2, height: 6, fill: "#98a2b3" }, pattern);
@@ -224,6 +225,16 @@ class Timeline {
     svg.addEventListener("pointerup", () => {
       if (dragging && dragging.cursor) this.settle();
       dragging = null;
+    });
+    svg.addEventListener("keydown", (event) => {
+      if (event.key !== "ArrowLeft" && event.key !== "ArrowRight") return;
+      event.preventDefault();
+      const step = (this.domain[1] - this.domain[0]) / (event.shiftKey ? 10 : 100);
+      const from = this.cursorTime ?? this.domain[0];
+      this.moveTo(Math.min(Math.max(from + (event.key === "ArrowRight" ? step : -step), this.data.first_time),
+        this.data.last_time));
+      clearTimeout(this.keyed);
+      this.keyed = setTimeout(() => this.settle(), 250);
     });
     svg.addEventListener("wheel", (event) => {
       event.preventDefault();
