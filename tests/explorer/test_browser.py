@@ -151,4 +151,9 @@ def test_cursor_pages_and_deep_links(case: str, request: pytest.FixtureRequest, 
     page.reload()
     page.wait_for_selector("[data-testid=at-cursor] .card")
     assert page.url == zoomed and page.locator("[data-testid=moment-offset]").inner_text() == str(typed)
+
+    # the keyboard moves the cursor too (later in time: a later offset)
+    page.focus("[data-testid=timeline] svg")
+    page.keyboard.press("Shift+ArrowRight")
+    page.wait_for_function(f"() => Number(new URL(location.href).searchParams.get('at')) > {typed}")
     assert page.errors == []
