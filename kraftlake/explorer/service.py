@@ -36,7 +36,7 @@ from kraftlake.lake.time_travel import WarehouseImage
 from kraftlake.replay.image import Provenance
 
 V = TypeVar("V")
-DEFAULT_CACHE_BYTES = 512 << 20  # half for images, a quarter each for diffs and their lines
+DEFAULT_CACHE_BYTES = 512 << 20  # three quarters for images, an eighth each for diffs and their lines
 MAX_PAGE_SIZE = 500
 _BUILD = threading.Lock()  # one big read at a time in the process
 
@@ -113,10 +113,41 @@ class Page:
 
 
 def row_objects(table: pa.Table) -> list[dict[str, Any]]:
-    """Rows as `kraftlake image --table` prints them (the same writer), as JSON objects."""
+    """Rows as `kraftlake image --table` prints them (the same writer, on the columns decoded), as JSON."""
     if table.num_rows == 0:
         return []
-    return [json.loads(line) for line in row_lines(table).to_pylist()]
+    return [json.loads(line) for line in row_lines(decoded(table)).to_pylist()]
+
+
+def _plain_type(kind: pa.DataType) -> pa.DataType:
+    if pa.types.is_dictionary(kind):
+        return kind.value_type
+    if pa.types.is_list(kind) and pa.types.is_dictionary(kind.value_type):
+        return pa.list_(kind.value_type.value_type)
+    return kind
+
+
+def decoded(table: pa.Table) -> pa.Table:
+    """`table` with dictionary-encoded columns (`compact`) back to their plain types."""
+    schema = pa.schema([field.with_type(_plain_type(field.type)) for field in table.schema])
+    return table if schema.equals(table.schema) else table.cast(schema)
+
+
+def compact(partitions: pa.Table) -> pa.Table:
+    """The partitions table in one chunk (a few rows are then taken without touching the rest), its topic ids,
+    topic names and directories dictionary-encoded: at 1M partitions the directories' text alone was 40% of
+    the table, and a few distinct values repeat on every row."""
+    table = partitions.combine_chunks()
+    columns = []
+    for field in table.schema:
+        column = table[field.name].combine_chunks() if table.num_rows else table[field.name]
+        if table.num_rows and field.name in ("topic_id", "topic_name"):
+            column = pc.dictionary_encode(column)
+        elif table.num_rows and field.name == "directories":
+            column = pa.ListArray.from_arrays(column.offsets, pc.dictionary_encode(column.values),
+                                              mask=column.is_null())
+        columns.append(column)
+    return pa.table(columns, names=table.column_names)
 
 
 def image_view(image: WarehouseImage) -> ImageView:
@@ -148,11 +179,14 @@ def image_view(image: WarehouseImage) -> ImageView:
         "partitions": pc.fill_null(topics["topic_id_count"], 0),
         **{n: pc.fill_null(topics[f"{n}_sum"], 0) for n in flags.column_names},
     })
-    encoded = pc.dictionary_encode(partitions["topic_id"]).combine_chunks()
+    tables = {**image.tables, "partitions": compact(partitions)}
+    encoded = tables["partitions"]["topic_id"].combine_chunks()
+    if not pa.types.is_dictionary(encoded.type):  # no partitions
+        encoded = pc.dictionary_encode(encoded)
     codes = encoded.indices.to_numpy(zero_copy_only=False)
     by_topic = np.argsort(codes, kind="stable")
     starts = np.searchsorted(codes[by_topic], np.arange(len(encoded.dictionary) + 1))
-    return ImageView(image.provenance, dict(image.tables), topics, flags, encoded.dictionary, by_topic, starts)
+    return ImageView(image.provenance, tables, topics, flags, encoded.dictionary, by_topic, starts)
 
 
 def _positive(text: str | None, default: int) -> int:
@@ -193,8 +227,11 @@ def sorted_by(table: pa.Table, column: str | None, descending: bool, default: li
         if pa.types.is_nested(kind):
             raise BadRequest(f"sort {column!r}: a list column cannot order rows")
         keys.insert(0, column)
+    if not keys:
+        return table
     order = [(c, "descending" if descending and c == column else "ascending") for c in keys]
-    return table.sort_by(order) if order else table
+    plain = decoded(table.select(keys))  # Arrow does not sort dictionary-encoded columns
+    return table.take(pc.sort_indices(plain, sort_keys=order))
 
 
 class Explorer:
@@ -204,10 +241,10 @@ class Explorer:
                  timeline_max_age_s: float = 5.0) -> None:
         self.reader = reader
         self.cluster = cluster
-        self.images: Cache[ImageView] = Cache(cache_bytes // 2, ImageView.nbytes)
+        self.images: Cache[ImageView] = Cache(cache_bytes * 3 // 4, ImageView.nbytes)
         self.changes_cache: Cache[dict[str, pa.Table]] = Cache(
-            cache_bytes // 4, lambda tables: sum(t.nbytes for t in tables.values()))
-        self.change_lines: Cache[pa.Array] = Cache(cache_bytes // 4, lambda lines: lines.nbytes)
+            cache_bytes // 8, lambda tables: sum(t.nbytes for t in tables.values()))
+        self.change_lines: Cache[pa.Array] = Cache(cache_bytes // 8, lambda lines: lines.nbytes)
         self.timeline_max_age_s = timeline_max_age_s
         self._timeline: tuple[int, float, Timeline] | None = None
         self._timeline_lock = threading.Lock()
