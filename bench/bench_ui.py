@@ -40,6 +40,21 @@ from kraftlake.lake.gc_pause import paused_collector
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.records.batch import decode_batch
 
+# Kept under the table when BENCHMARKS.md is regenerated: the runs that changed the design.
+NOTES = """\
+Earlier runs of this module (2026-11-27, same machine, 1M partitions): 04:13 UTC at load 13-29: first
+screen 0.159 / 0.296 s, a topic's partitions 0.067 / 0.208 s (a filter over the 1M-row table), a diff's
+pages 1.97 / 3.15 s (each page read the changed keys' history again: now once per diff and filter, then
+paged), three users at three moments: RSS 952 MiB after, peak 1,416 MiB (two images and a build in memory:
+now room is made in the cache before a build). 04:30 UTC at load 7-10: diff pages 0.022 / 0.052 s; a
+topic's partitions 0.265 / 0.470 s (ten rows taken from a table of ~1,000 chunks: now one chunk and an
+index); three users 503 s, RSS 1,448 MiB after, peak 1,980 MiB (each image bigger than the images' half of
+the cache, so every page at another moment read its image again while requests still held the old one:
+now the partitions' repeated strings are dictionary-encoded, halving an image, and images get three
+quarters of the cache). A partition's history (0.27-0.65 s) is `WarehouseReader.history` itself, unchanged
+here.
+"""
+
 PARTITIONS = int(os.environ.get("BENCH_UI_PARTITIONS", "1000000"))
 CHURN_SECONDS = 2 * 3600  # of log time
 BATCH_EVERY_MS = 2000

@@ -19,7 +19,7 @@ from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
 from tests.explorer.scenario import LAST
 
-EXAMPLES = 60
+EXAMPLES = 40
 TABLE_NAMES = [*TABLES, None]  # None: keep the generated (most likely unknown) name
 
 
