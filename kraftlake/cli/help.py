@@ -36,6 +36,7 @@ EXAMPLES: dict[str, str] = {
     "sql": "kraftlake sql --warehouse warehouse \"SELECT topic_name, count(*) FROM partitions GROUP BY topic_name\"",
     "summary": "kraftlake summary fencing_episodes --warehouse warehouse",
     "report": "kraftlake report --warehouse warehouse --out report.html",
+    "ui": "kraftlake ui --warehouse warehouse --port 8080",
     "replay": "kraftlake replay /var/lib/kafka/data/__cluster_metadata-0 --to-offset 1234 --json",
     "dump": "kraftlake dump /var/lib/kafka/data/__cluster_metadata-0/00000000000000000000.log",
     "maintain": "kraftlake maintain --warehouse warehouse --retention-hours 1",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -39,10 +40,24 @@ class Version:
     gap: Gap | None = None  # the version crosses this gap: a snapshot's difference, not a record's change
 
 
+    def as_json(self) -> dict[str, Any]:
+        """The one JSON shape of a version: `kraftlake history --json` prints it, the explorer's API returns it."""
+        line = {"offset": self.offset, "time": iso_time(self.time_ms), "change": self.change,
+                "key": dict(self.key), "before": dict(self.before), "after": dict(self.after)}
+        if self.gap is not None:
+            line["across_gap"] = gap_note(self.gap)
+        return line
+
+
 def gap_note(gap: Gap) -> str:
     """What a change across `gap` is, in one phrase (history and changes say the same)."""
     return (f"offsets {gap.first}..{gap.last} were deleted by Kafka before they were read: this is the snapshot's "
             f"difference, not a sequence of records")
+
+
+def iso_time(time_ms: int) -> str:
+    """An append time as ISO-8601 UTC with milliseconds ("" when unknown, -1)."""
+    return "" if time_ms < 0 else datetime.fromtimestamp(time_ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass(frozen=True)
@@ -91,7 +106,9 @@ class KeyParser:
                 mechanisms = [Where("mechanism", "=", mechanism)] if mechanism else []
                 return AnyOf.of([[Where("user", "=", user), *mechanisms]])
             case _:
-                return AnyOf.of([[Where(TABLES[table].key[0], "=", text)]])
+                column = TABLES[table].schema.field(TABLES[table].key[0])
+                value: str | int = self._int(text, f"a {column.name}") if pa.types.is_integer(column.type) else text
+                return AnyOf.of([[Where(column.name, "=", value)]])
 
     def _int(self, text: str, what: str) -> int:
         try:

@@ -14,11 +14,14 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
+from fastapi.testclient import TestClient
 
 from kraftlake.analytics.report import write_report
 from kraftlake.analytics.views import register_views
 from kraftlake.cli.kafka_node import KafkaNode, kafka_uuid
 from kraftlake.cli.main import main
+from kraftlake.explorer.app import Settings, create_app
+from kraftlake.explorer.service import Explorer
 from kraftlake.lake.errors import TimeTravelError
 from kraftlake.lake.ingest import ingest
 from kraftlake.lake.reader import WarehouseReader
@@ -108,6 +111,11 @@ def test_a_gap_is_recorded_refused_and_shown(tmp_path: Path, spark, caplog: pyte
     # history: the version that crosses it is marked
     [version] = [v for v in reader.history("topics", "in-gap")]
     assert version.offset == snapshot and version.gap == gap
+
+    # the explorer's API draws it: the range and the timeline name the same offsets
+    explorer = TestClient(create_app(Settings(Explorer(reader, "gapped"))))
+    assert explorer.get("/api/v1/clusters/gapped").json()["gaps"] == [{"first": gap.first, "last": gap.last}]
+    assert len(explorer.get("/api/v1/clusters/gapped/timeline").json()["gap_times"]) == 1
 
     # the report: its lines break at the gap, and it says so
     register_views(spark, reader)
