@@ -127,7 +127,9 @@ def test_kraftlake_equals_kafka_at_every_offset_of_the_scenarios_log(
         changed = set().union(*(kinds.get(offset, set()) for offset in comparison.offsets))
         assert log.start is EMPTY_IMAGE and changed >= CHANGES_COMPARED
     else:  # from Kafka's snapshot on: compared there, then at every change after it
-        assert comparison.offsets[0] == log.start.provenance.offset and len(comparison.offsets) > 10
+        # how many states follow it depends on when the controller joined (8 to 12 seen)
+        assert comparison.offsets[0] == log.start.provenance.offset and len(comparison.offsets) > 3
+        assert comparison.compared > 10
     last = kafka_image(comparison.snapshots[comparison.offsets[-1]])
     assert_scenario_end_state(last)
 
