@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import sys
 import time
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from kraftlake.cli.commands.follow import _stop_on_signals
 from kraftlake.cli.config import resolve_bootstrap
@@ -50,3 +52,37 @@ def print_fleet_status(directory: Path) -> int:
         raise UserFacingError(str(error)) from None
     print("\n".join(lines))
     return 0
+
+
+def fleet_session(args: argparse.Namespace) -> Any:
+    """`kraftlake sql --fleet`: a session with every cluster's `fleet_*` views (and the fleet's catalog, when the
+    file names a shared one); clusters without an image are named on stderr and left out."""
+    from kraftlake.analytics.fleet import register_fleet_views
+    from kraftlake.cli.commands.warehouse import parse_time
+    from kraftlake.cli.config import resolve_warehouse
+    from kraftlake.fleet.catalog import CatalogError, catalog_conf
+    from kraftlake.jobs.materialize import local_spark
+    from kraftlake.lake.reader import WarehouseReader
+    from kraftlake.lake.warehouse import Warehouse
+    from kraftlake.settings.fleet import cluster_location, load_fleet
+
+    if args.at_offset is not None:
+        raise UserFacingError("--fleet: offsets are per cluster; name a moment with --at-time")
+    fleet = load_fleet(args.fleet)
+    root = resolve_warehouse(args.warehouse or fleet.settings.warehouse_root, args.storage_option, args.config)
+    extra: dict[str, str] = {}
+    if fleet.settings.catalog is not None:  # embedded Derby is the job's alone (one JVM at a time)
+        try:
+            extra = catalog_conf(fleet.settings.catalog, Path("."))
+        except CatalogError as error:
+            raise UserFacingError(str(error)) from None
+    spark = local_spark("kraftlake-sql-fleet", short_lived=True, extra=extra)
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    readers = {
+        name: (WarehouseReader(Warehouse(cluster_location(root.uri, name), dict(root.storage_options))), cluster.labels)
+        for name, cluster in fleet.clusters.items()
+    }
+    registered = register_fleet_views(spark, readers, None if args.at_time is None else parse_time(args.at_time))
+    for name, why in registered.skipped.items():
+        print(f"kraftlake sql: cluster {name} left out: {why}", file=sys.stderr)
+    return spark

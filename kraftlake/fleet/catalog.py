@@ -7,8 +7,7 @@ The tables are external Delta tables (`USING delta LOCATION '<warehouse>/<table>
 their names and locations; Delta's log stays the truth about their contents, written by kraftlake's writer.
 
 Which metastore: Spark's own Hive metastore client (hive-metastore 2.3.10, shipped in the pyspark wheel, so
-it matches Spark 4.2 exactly) on PostgreSQL through DataNucleus, its schema created on first use
-(`datanucleus.schema.autoCreateAll`). Chosen over Unity Catalog OSS because it needs no server of its own
+it matches Spark 4.2 exactly) on PostgreSQL through DataNucleus, its tables created on first use. Chosen over Unity Catalog OSS because it needs no server of its own
 (the metastore is a library in each Spark driver; PostgreSQL is the only service, and Debian ships it) and
 Delta 4.4's `DeltaCatalog` runs over it unchanged; Unity Catalog would be a JVM service to run and a second
 catalog plugin to configure in every session. Without a `[catalog]` in the fleet file the metastore is
@@ -44,7 +43,15 @@ def catalog_conf(catalog: CatalogSettings | None, derby_home: Path) -> dict[str,
         "spark.hadoop.javax.jdo.option.ConnectionURL": catalog.jdbc_url,
         "spark.hadoop.javax.jdo.option.ConnectionDriverName": POSTGRES_DRIVER,
         "spark.hadoop.javax.jdo.option.ConnectionUserName": catalog.user,
-        "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
+        # DataNucleus creates the metastore's tables lazily, each on first use, from a second connection; adding a
+        # foreign key then waits for the lock the first connection's open transaction holds on the table it
+        # references (seen here: `ALTER TABLE "TBL_PRIVS" ADD CONSTRAINT …` blocked by an INSERT into
+        # TABLE_PARAMS, forever). So tables and columns are created, constraints not (`autoCreateAll` would
+        # turn them on again).
+        "spark.hadoop.datanucleus.schema.autoCreateAll": "false",
+        "spark.hadoop.datanucleus.schema.autoCreateTables": "true",
+        "spark.hadoop.datanucleus.schema.autoCreateColumns": "true",
+        "spark.hadoop.datanucleus.schema.autoCreateConstraints": "false",
         "spark.hadoop.hive.metastore.schema.verification": "false",
     })
     if catalog.password_file is not None:
