@@ -6,12 +6,12 @@ a new cluster appears without a manual step, a restart registers nothing twice).
 The tables are external Delta tables (`USING delta LOCATION '<warehouse>/<table>'`): the metastore holds only
 their names and locations; Delta's log stays the truth about their contents, written by kraftlake's writer.
 
-Which metastore: Spark's own Hive metastore client (hive-metastore 2.3.10, shipped in the pyspark wheel, so
-it matches Spark 4.2 exactly) on PostgreSQL through DataNucleus, its tables created on first use. Chosen over Unity Catalog OSS because it needs no server of its own
-(the metastore is a library in each Spark driver; PostgreSQL is the only service, and Debian ships it) and
-Delta 4.4's `DeltaCatalog` runs over it unchanged; Unity Catalog would be a JVM service to run and a second
-catalog plugin to configure in every session. Without a `[catalog]` in the fleet file the metastore is
-Spark's embedded Derby (one JVM at a time: the job's own).
+Which metastore: Spark's own Hive metastore client (hive-metastore 2.3.10, shipped in the pyspark wheel, so it
+matches Spark 4.2 exactly) on PostgreSQL through DataNucleus, its tables created on first use. Chosen over
+Unity Catalog OSS because it needs no server of its own (the metastore is a library in each Spark driver;
+PostgreSQL is the only service, and Debian ships it) and Delta 4.4's `DeltaCatalog` runs over it unchanged;
+Unity Catalog would be a JVM service to run and a second catalog plugin to configure in every session. Without
+a `[catalog]` in the fleet file the metastore is Spark's embedded Derby (one JVM at a time: the job's own).
 """
 
 from __future__ import annotations
