@@ -25,6 +25,7 @@ from confluent_kafka import KafkaException
 from kraftlake.bridge.publisher import PublisherConfig, read_tail
 from kraftlake.cli.broker import LocalBroker
 from kraftlake.cli.kafka_node import KafkaNode, free_ports, kafka_uuid
+from kraftlake.lake.errors import LakeError
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
 from tests.fixtures.broker import produce
@@ -143,10 +144,11 @@ def wait_status(fleet: Fleet, name: str, text: str, timeout_s: float = 120) -> s
 def followed(fleet: Fleet) -> Fleet:
     """`kraftlake follow --fleet` through the faults, then stopped with SIGTERM (its status files stay)."""
     fleet.write("alpha", "beta", "unreachable", "badcreds")
+    log = fleet.root / "follow.log"
     process = subprocess.Popen(
         [sys.executable, "-m", "kraftlake.cli.main", "follow", "--fleet", str(fleet.file), "--bootstrap-servers",
          fleet.bootstrap, "--status-file", str(fleet.status), "--log-interval", "1"],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     try:
         alpha, beta = fleet.nodes["alpha"], fleet.nodes["beta"]
         create_topics(alpha, "orders", "payments")
@@ -177,13 +179,17 @@ def followed(fleet: Fleet) -> Fleet:
             assert time.monotonic() < deadline, "the removed cluster's status stayed"
             time.sleep(1)
         fleet.file.write_text(fleet.file.read_text() + "\n[clusters.broken\n")
+        deadline = time.monotonic() + 60
+        while "go on as they were" not in log.read_text():
+            assert time.monotonic() < deadline, "the broken fleet file was never reported"
+            time.sleep(0.5)
         create_topics(alpha, "chargebacks")
         wait_topic(fleet, "alpha", end_of_log(alpha.metadata_dir), timeout_s=120)
         fleet.write("alpha", "beta", "badcreds", "secure")
     finally:
         process.send_signal(signal.SIGTERM)
-        out, _ = process.communicate(timeout=120)
-        fleet.follower_output = out.decode()
+        process.wait(timeout=120)
+        fleet.follower_output = log.read_text()
     assert process.returncode == 0, fleet.follower_output[-3000:]
     return fleet
 
@@ -269,7 +275,8 @@ def test_one_job_materializes_every_cluster_and_a_bad_one_stops_alone(
         reader = WarehouseReader(Warehouse(fleet.root / "lake" / name))
         image = reader.image_at(reader.published_range()[1])
         assert names <= set(image.tables["topics"].column("name").to_pylist()), name
-    assert not (fleet.root / "lake" / "garbage" / "images").exists()
+    with pytest.raises(LakeError):  # it stopped at its first message: nothing published
+        WarehouseReader(Warehouse(fleet.root / "lake" / "garbage")).published_range()
 
 
 def test_the_fleet_views_answer_the_five_questions(
