@@ -39,7 +39,7 @@ from kraftlake.lake.topic_replay import TopicMessage
 from kraftlake.lake.warehouse import Warehouse
 from kraftlake.settings.errors import SettingsError
 from kraftlake.settings.flags import MaterializeConfig
-from kraftlake.settings.fleet import Fleet, cluster_location, load_fleet
+from kraftlake.settings.fleet import Fleet, cluster_location, file_stamp, load_fleet
 
 log = logging.getLogger(__name__)
 TOPICS_FILE = "kraftlake-fleet-topics"  # in the checkpoint: every topic the query ever subscribed to
@@ -181,15 +181,15 @@ def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any) -> dict[str
     if not writer.writers:
         raise MaterializeError(f"{fleet_path}: no cluster's topic can be read yet (see the lines above)")
     writer.register_new()
-    stamp = _stamp(fleet_path)
+    stamp = file_stamp(fleet_path)
     while True:
         query = start(spark, base, subscribed(base.spark_checkpoint, set(writer.writers)), writer)
         try:
             restart = False
             while not restart and not query.awaitTermination(RELOAD_S):
                 waiting = not set(fleet.clusters) <= writer.clusters()  # a topic that was not there yet
-                if _stamp(fleet_path) != stamp or waiting:
-                    stamp = _stamp(fleet_path)
+                if file_stamp(fleet_path) != stamp or waiting:
+                    stamp = file_stamp(fleet_path)
                     fleet, restart = _reload(spark, base, fleet_path, fleet, writer)
         except Exception as error:
             stopped = writer.failures and all(name in writer.failures for name, _ in writer.writers.values())
@@ -219,14 +219,6 @@ def _reload(spark: Any, base: MaterializeConfig, path: Path, fleet: Fleet, write
     for name in added:
         writer.add(fleet, name)
     return fleet, bool(added)
-
-
-def _stamp(path: Path) -> tuple[int, int]:
-    try:
-        stat = path.stat()
-    except OSError:
-        return (-1, -1)
-    return (stat.st_mtime_ns, stat.st_size)
 
 
 def run_fleet_job(config: MaterializeConfig, spark: Any | None = None) -> None:

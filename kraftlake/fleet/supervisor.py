@@ -36,7 +36,7 @@ from kraftlake.follow.tail import TailConfig
 from kraftlake.records.errors import NotAMetadataLogError
 from kraftlake.records.files import metadata_log_dir
 from kraftlake.settings.errors import SettingsError
-from kraftlake.settings.fleet import Fleet, FleetCluster, load_fleet
+from kraftlake.settings.fleet import Fleet, FleetCluster, file_stamp, load_fleet
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ class FleetSupervisor:
         """Load the file (a bad one at start raises SettingsError), follow, reload, until `stop` is set."""
         if self.config.status_dir is not None:
             self.config.status_dir.mkdir(parents=True, exist_ok=True)
-        self._seen = self._stamp()
+        self._seen = file_stamp(self.path)
         self._apply(load_fleet(self.path))
         try:
             while not self.stop.is_set():
@@ -160,7 +160,7 @@ class FleetSupervisor:
                     break
                 forced = self.look_now.is_set()
                 self.look_now.clear()
-                stamp = self._stamp()
+                stamp = file_stamp(self.path)
                 if forced or stamp != self._seen:
                     self._seen = stamp
                     self.reload()
@@ -199,11 +199,3 @@ class FleetSupervisor:
         follower.join(15)
         if follower.status_file is not None:
             follower.status_file.unlink(missing_ok=True)
-
-    def _stamp(self) -> tuple[int, int]:
-        try:
-            stat = self.path.stat()
-        except OSError:
-            return (-1, -1)
-        return (stat.st_mtime_ns, stat.st_size)
-

@@ -199,3 +199,12 @@ def _read_properties(path: Path, fleet_file: Path, key: str) -> dict[str, str]:
 def cluster_location(root: str, name: str) -> str:
     """ROOT/<cluster>: a local path or an object-store URI alike."""
     return f"{root.rstrip('/')}/{name}"
+
+
+def file_stamp(path: Path) -> tuple[int, int]:
+    """What tells a changed fleet file (modification time, size); (-1, -1) while it is missing."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return (-1, -1)
+    return (stat.st_mtime_ns, stat.st_size)
