@@ -69,7 +69,8 @@ def fleet_session(args: argparse.Namespace) -> Any:
     if args.at_offset is not None:
         raise UserFacingError("--fleet: offsets are per cluster; name a moment with --at-time")
     fleet = load_fleet(args.fleet)
-    root = resolve_warehouse(args.warehouse or fleet.settings.warehouse_root, args.storage_option, args.config)
+    root = resolve_warehouse(args.warehouse or fleet.settings.warehouse_root, args.storage_option,
+                             getattr(args, "config", None))
     extra: dict[str, str] = {}
     if fleet.settings.catalog is not None:  # embedded Derby is the job's alone (one JVM at a time)
         try:
