@@ -77,7 +77,9 @@ def fleet_session(args: argparse.Namespace) -> Any:
             extra = catalog_conf(fleet.settings.catalog, Path("."))
         except CatalogError as error:
             raise UserFacingError(str(error)) from None
-    spark = local_spark("kraftlake-sql-fleet", short_lived=True, extra=extra)
+    # not `short_lived` (C1 only): every cluster's views in one plan filled C1's code cache here, and the JVM
+    # then ran without a compiler (and said so on stdout)
+    spark = local_spark("kraftlake-sql-fleet", extra=extra)
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     readers = {
         name: (WarehouseReader(Warehouse(cluster_location(root.uri, name), dict(root.storage_options))), cluster.labels)

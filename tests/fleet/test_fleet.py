@@ -292,7 +292,7 @@ def test_the_fleet_views_answer_the_five_questions(
     assert done.returncode == 0, done.stderr[-3000:]
     answers: dict[str, list[dict[str, object]]] = {name: [] for name in [*QUESTIONS, *catalog]}
     for line in done.stdout.splitlines():
-        row = json.loads(line)
+        row = json.loads(line)  # nothing but the rows on stdout
         answers[row["question"]].append(json.loads(row["answer"]))
     print(json.dumps(answers, indent=1))
     assert "cluster garbage left out" in done.stderr and "cluster badcreds left out" in done.stderr
