@@ -10,7 +10,7 @@ JARS := build/jars
 JAR_STAMPS := $(JARS)/kafka/.fetched $(JARS)/kafka-shell/.fetched $(JARS)/spark/.fetched
 ORACLE := $(JARS)/oracle/classes/.compiled
 
-.PHONY: run test lint typecheck bench clean install jars fuzz
+.PHONY: run test check docs lint typecheck bench clean install jars fuzz
 
 install: $(STAMP) jars
 
@@ -44,9 +44,24 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: install typecheck
+test: install typecheck docs
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
+
+# The fast lane before `make test`: lint, types and the unit tests: the packages' folders below, less any
+# test that starts a JVM or a server (marker `jvm`, tests/conftest.py) and the longest property and
+# simulation runs (marker `slow`). The warehouse's tests (tests/lake: real Delta tables, writers racing in
+# processes), the jobs', the followers' and the fuzz smoke stay in `make test`, which CI runs.
+CHECK_TESTS := tests/records tests/replay tests/image_schema tests/settings tests/cli tests/bench tests/brokersim \
+	tests/controller tests/raft tests/docs
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -m "not jvm and not slow" --durations=10 $(CHECK_TESTS)
+
+# The docs site (docs/, mkdocs.yml) into build/site; strict: a broken link or a missing page fails.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 bench: install
 	$(BIN)/python -m bench
@@ -60,8 +75,12 @@ fuzz: $(STAMP)
 	    --artifacts build/fuzz-artifacts || exit 1; \
 	done
 
+# The demo, then the history explorer over its warehouse: `kraftlake ui` prints its URL and serves until Ctrl-C
+# (`make run UI=0` stops after the demo's report).
+UI ?= 1
 run: install
 	$(BIN)/kraftlake demo
+	test "$(UI)" = 0 || $(BIN)/kraftlake ui --warehouse warehouse --name demo
 
 clean:
 	rm -rf warehouse run build .pytest_cache .ruff_cache .hypothesis

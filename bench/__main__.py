@@ -14,6 +14,7 @@ import importlib
 import os
 import pkgutil
 import platform
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -101,6 +102,60 @@ def replace_section(report: str, name: str, section: str) -> str:
     return "".join(parts).rstrip("\n") + "\n"
 
 
+SUMMARY_INTRO = (
+    "Every goal the benchmarks check, from their sections below (rows named `goal: ...`, and figures whose notes\n"
+    "state a goal), rewritten with every run:\n"
+)
+_MACHINE = re.compile(r"^Machine: (?P<cpu>[^,]+), (?P<cores>\d+) cores.*Run: (?P<date>\S+) ", re.MULTILINE)
+
+
+_GOAL = re.compile(r"goal (?P<op><=|>=) (?P<bound>[\d.,]+)")
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def _judged(value: str, before_goal: str, goal: re.Match[str]) -> str:
+    """Met or not, for a figure whose notes state its goal (`... 0.78x the first (goal <= 1.25x)`): the last
+    number of the notes before the goal is the figure compared (a ratio), else the row's value."""
+    before = _NUMBER.findall(before_goal)
+    figure = float((before[-1] if before else value).replace(",", ""))
+    bound = float(goal["bound"].rstrip(".").replace(",", ""))
+    return "met" if (figure <= bound if goal["op"] == "<=" else figure >= bound) else "NOT met"
+
+
+def summary(report: str) -> str:
+    """The goals table: for each goal row of each section, the goal, its latest figure, met or not, the
+    machine and the date of the run that measured it."""
+    lines = ["| section | goal | latest figure | met | machine, date |", "|---|---|---|---|---|"]
+    for part in re.split(r"^(?=## )", report, flags=re.MULTILINE):
+        if not part.startswith("## "):
+            continue
+        name = part.split("\n", 1)[0].removeprefix("## ").strip()
+        machine = _MACHINE.search(part)
+        where = f"{machine['cpu']}, {machine['cores']} cores, {machine['date']}" if machine else ""
+        for row in re.findall(r"^\| (.*) \|$", part, flags=re.MULTILINE):
+            cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", row)]
+            if len(cells) != 4 or cells[0] in ("name", "---"):
+                continue
+            label, value, unit, notes = cells
+            if label.startswith("goal:"):
+                goal, figure, met = label.removeprefix("goal:").strip(), notes or "(see the section)", value
+            elif goal_in_notes := _GOAL.search(notes):
+                goal, figure = f"{label}: {notes}", f"{value} {unit}".strip()
+                met = _judged(value, notes[:goal_in_notes.start()], goal_in_notes)
+            else:
+                continue
+            lines.append(f"| {name} | {goal} | {figure} | {met} | {where} |")
+    return "\n".join(lines) + "\n"
+
+
+def with_summary(report: str) -> str:
+    """`report` opening with `PREAMBLE` and the goals table of its sections (what stood before the first
+    section is replaced)."""
+    first = re.search(r"^## ", report, flags=re.MULTILINE)
+    sections = report[first.start():] if first else ""
+    return f"{PREAMBLE}\n{SUMMARY_INTRO}\n{summary(sections)}\n{sections}"
+
+
 def main(argv: Sequence[str]) -> int:
     names = [arg.removeprefix("bench_").removesuffix(".py") for arg in argv] or available()
     unknown = sorted(set(names) - set(available()))
@@ -118,7 +173,7 @@ def main(argv: Sequence[str]) -> int:
         print(section)
         # read just before writing: another run may have rewritten other sections meanwhile
         report = REPORT.read_text() if REPORT.exists() else PREAMBLE
-        REPORT.write_text(replace_section(report, name, section))
+        REPORT.write_text(with_summary(replace_section(report, name, section)))
     return 0
 
 

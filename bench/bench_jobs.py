@@ -56,12 +56,12 @@ from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.sink import DeltaSink
 from kraftlake.lake.topic_replay import decode_messages
 from kraftlake.lake.warehouse import IMAGES, Warehouse
-from kraftlake.lake.writes import PublishedImage
+from kraftlake.lake.writes import LoadedBatch, PublishedImage
 from kraftlake.records import RecordBatch, encode_batch, make_batch, wire
 from kraftlake.records import metadata_types as mt
 from kraftlake.records.topic import MAX_MESSAGE_BYTES, message_value
 from kraftlake.replay.loader import BatchLoader
-from kraftlake.replay.log_replay import cut_batches
+from kraftlake.replay.visibility import BatchPublishes
 
 NOTES = """\
 **The Kafka source, chosen by measurement** (issue 19; 2026-11-25, this machine, load average 15-23 from
@@ -336,12 +336,12 @@ def pieces(log: ControllerLog, label: str) -> list[dict[str, Any]]:
                              observer=recorder)
         with timer("replay + change recorder"):
             for batch in batches:
-                loader.load_batch(batch)
-            loader.flush()
+                loader.load_commit(batch)
             versions = recorder.take()
         sink = DeltaSink(Warehouse(root / "warehouse"))
         with timer("Arrow conversion"):
-            writes = sink.prepare(published[-1], versions, batches)
+            loaded = [LoadedBatch(b, BatchPublishes(b.base_offset, b.last_offset, (), None)) for b in batches]
+            writes = sink.prepare(published[-1], versions, loaded)
         with timer("Delta writes"):
             sink.commit(published[-1], writes)
     return [row(f"{label}:   {name}", seconds, "CPU s", "in-process, alone") for name, seconds in timer.times.items()]
@@ -496,12 +496,16 @@ def controller_log_offsets(partitions: int) -> int:
 
 
 def reference_image(log: ControllerLog, offset: int) -> Any:
+    """The image that answers `offset`: the last one published at or before it."""
+    answer = None
     loader = BatchLoader()
-    decoded = decode_messages("bench", list(enumerate(log.batches)))
-    for batch in cut_batches(decoded, 0, offset):
-        loader.load_batch(batch)
-    loader.flush(aligned=False)
-    return loader.image
+    for batch in decode_messages("bench", list(enumerate(log.batches))):
+        if batch.base_offset > offset:
+            break
+        loader.load_commit(batch)
+        if loader.published is not None and loader.published.provenance.offset <= offset:
+            answer = loader.published
+    return answer
 
 
 # -- run ---------------------------------------------------------------------------------------------

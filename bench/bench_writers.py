@@ -32,7 +32,7 @@ from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.pipeline import MetadataPipeline
 from kraftlake.lake.sink import DeltaSink
 from kraftlake.lake.warehouse import Warehouse, partition_columns
-from kraftlake.lake.writes import DELETED, PublishedImage, TableWrite
+from kraftlake.lake.writes import DELETED, LoadedBatch, PublishedImage, TableWrite
 from kraftlake.records import RecordBatch, make_batch, wire
 from kraftlake.records import metadata_types as mt
 from kraftlake.settings.spark import session_builder
@@ -50,7 +50,7 @@ TOPICS = 200
 PARTITIONS = 10
 BROKERS = 3
 CHANGED = 10  # partitions whose ISR one small delta changes
-Writer = Callable[[DeltaSink, PublishedImage | None, Sequence[RowVersion], Sequence[RecordBatch]], bool]
+Writer = Callable[[DeltaSink, PublishedImage | None, Sequence[RowVersion], Sequence[LoadedBatch]], bool]
 
 
 def _topic_id(topic: int) -> str:
@@ -83,7 +83,7 @@ def small_deltas(first: RecordBatch, count: int) -> Iterator[RecordBatch]:
 
 
 def delta_rs_writer(sink: DeltaSink, image: PublishedImage | None, versions: Sequence[RowVersion],
-                    batches: Sequence[RecordBatch]) -> bool:
+                    batches: Sequence[LoadedBatch]) -> bool:
     return DeltaSink.write(sink, image, versions, batches)  # the class's: the instance's is the timer below
 
 
@@ -120,7 +120,7 @@ def delta_spark_writer(spark: Any) -> Writer:
         )
 
     def write(sink: DeltaSink, image: PublishedImage | None, versions: Sequence[RowVersion],
-              batches: Sequence[RecordBatch]) -> bool:
+              batches: Sequence[LoadedBatch]) -> bool:
         for table_write in sink.prepare(image, versions, batches):
             (merge if table_write.merge else append)(sink.warehouse, table_write)
         if image is None:
@@ -136,7 +136,7 @@ def timed_run(root: Path, name: str, writer: Writer, deltas: int) -> tuple[float
     pipeline = MetadataPipeline(Warehouse(root / name))
     times: list[float] = []
 
-    def write(image: PublishedImage | None, versions: Sequence[RowVersion], batches: Sequence[RecordBatch]) -> bool:
+    def write(image: PublishedImage | None, versions: Sequence[RowVersion], batches: Sequence[LoadedBatch]) -> bool:
         start = time.perf_counter()
         published = writer(pipeline.sink, image, versions, batches)
         times.append(time.perf_counter() - start)

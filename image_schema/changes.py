@@ -1,9 +1,11 @@
-"""Row-level history: which table rows each record changes, and at which offset the change is visible.
+"""Row-level history: the table rows each published image changes, stamped with that image's offset.
 
 `ChangeRecorder` observes a `replay.BatchLoader`: before a record is replayed it notes the rows the record
-can touch (with their values then); when the loader says the records so far are visible (a plain record,
-or the End of a transaction) it reads those rows again and emits a `RowVersion` for each row whose value
-changed. An aborted transaction emits nothing. A snapshot load is diffed table by table.
+can touch (with their values then: the last published image's); when the loader publishes an image it reads
+those rows again and emits a `RowVersion` for each row whose value changed, at the image's offset. So a
+version starts where Kafka's loader made it visible (`replay.visibility`), and two changes of one key
+between two published images are one version. An aborted transaction emits nothing. A snapshot load, and a
+voters change (Raft state, applied outside the delta), are diffed table by table.
 """
 
 from __future__ import annotations
@@ -49,10 +51,12 @@ def _check_against_the_delta() -> None:
 _check_against_the_delta()
 
 
-def diff_images(before: MetadataImage, after: MetadataImage, offset: int) -> list[RowVersion]:
-    """Row versions that turn `before` into `after`; sub-images shared by both are skipped unread."""
+def diff_images(before: MetadataImage, after: MetadataImage, offset: int,
+                tables: tuple[str, ...] = tuple(TABLES)) -> list[RowVersion]:
+    """Row versions of `tables` that turn `before` into `after`; sub-images shared by both are skipped unread."""
     versions: list[RowVersion] = []
-    for name, spec in TABLES.items():
+    for name in tables:
+        spec = TABLES[name]
         if getattr(before, spec.sub_image) is getattr(after, spec.sub_image):
             continue
         old = dict(spec.image_rows(before))
@@ -62,15 +66,18 @@ def diff_images(before: MetadataImage, after: MetadataImage, offset: int) -> lis
     return versions
 
 
+VOTER_TABLES = tuple(name for name, spec in TABLES.items() if spec.sub_image == "voters")
+
+
 class ChangeRecorder:
-    """A LoaderObserver that turns visibility into row versions, collected until `take()`."""
+    """A LoaderObserver that turns published images into row versions, collected until `take()`."""
 
     def __init__(self) -> None:
-        # (table, key) -> (its table's row reader, the row's value before)
+        # (table, key) -> (its table's row reader, the row's value in the last published image)
         self._pending: dict[tuple[str, Key], tuple[RowReader, Values | None]] = {}
         self._versions: list[RowVersion] = []
 
-    def before_replay(self, offset: int, message: Any, delta: MetadataDelta) -> None:
+    def touching(self, message: Any, delta: MetadataDelta) -> None:
         touched = TOUCHED_ROWS.get(type(message))
         if touched is None:
             return
@@ -80,25 +87,22 @@ class ChangeRecorder:
                 read = ROW_READERS[table_key[0]]
                 pending[table_key] = (read, read(delta, table_key[1]))
 
-    def became_visible(self, offset: int, delta: MetadataDelta) -> None:
-        if not self._pending:
-            return
+    def published(self, delta: MetadataDelta, before: MetadataImage, after: MetadataImage) -> None:
+        offset = after.provenance.offset
         append = self._versions.append
-        for (table, key), (read, before) in self._pending.items():
-            after = read(delta, key)
-            if after != before:
-                append(_new_version(RowVersion, (table, key, after, offset)))
+        for (table, key), (read, was) in self._pending.items():
+            now = read(delta, key)
+            if now != was:
+                append(_new_version(RowVersion, (table, key, now, offset)))
         self._pending.clear()
+        self._versions.extend(diff_images(before, after, offset, VOTER_TABLES))
 
-    def transaction_aborted(self, offset: int) -> None:
+    def transaction_aborted(self) -> None:
         self._pending.clear()
 
     def snapshot_loaded(self, before: MetadataImage, after: MetadataImage) -> None:
         self._pending.clear()
         self._versions.extend(diff_images(before, after, after.provenance.offset))
-
-    def quorum_changed(self, offset: int, before: MetadataImage, after: MetadataImage) -> None:
-        self._versions.extend(diff_images(before, after, offset))
 
     def take(self) -> list[RowVersion]:
         """The versions recorded since the last call, in offset order."""

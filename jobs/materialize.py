@@ -27,7 +27,8 @@ from kraftlake.lake.warehouse import Warehouse
 from kraftlake.replay.errors import ReplayError
 from kraftlake.settings import SettingsError, load_kraftlake
 from kraftlake.settings.flags import MaterializeConfig, add_materialize_arguments, materialize_config
-from kraftlake.settings.spark import session_builder
+from kraftlake.settings.jars import MissingJarsError
+from kraftlake.settings.spark import require_job_jars, session_builder
 
 __all__ = ["MaterializeConfig", "MaterializeError", "MicroBatchWriter", "TopicMessage", "main", "run"]
 
@@ -151,6 +152,7 @@ def launched_with_master() -> bool:
 def run(config: MaterializeConfig, spark: Any | None = None) -> None:
     """Run the job until it is stopped (or, with `available_now`, until the topic is drained)."""
     spark = spark or local_spark()
+    require_job_jars(spark)
     check_topic_identity(spark, config)
     writer = MicroBatchWriter(config, spark)
     query = start_query(spark, config, writer)
@@ -222,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             run_fleet_job(config)
         else:
             run(config)
-    except (SettingsError, MaterializeError) as error:
+    except (SettingsError, MaterializeError, MissingJarsError) as error:
         print(f"materialize: {error}", file=sys.stderr)
         return 2
     return 0

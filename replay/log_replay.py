@@ -1,13 +1,13 @@
-"""Replaying metadata files: snapshots and log segments, up to any offset.
+"""Replaying metadata files: snapshots and log segments, and the image that answers any offset.
 
-The image at offset N is the state after every record with offset <= N that is visible at N: a batch that
-straddles N is cut after N, and a transaction still open at N contributes nothing.
+Batches are loaded whole (`replay.loader` publishes where Kafka does); the image at offset N is the last one
+published at or before N (`replay.visibility`), and what the files do not say is refused (ReplayError).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from kraftlake.records import RecordBatch
@@ -21,15 +21,21 @@ from kraftlake.records.files import (
     segment_base_offset,
 )
 from kraftlake.records.headers import HeaderCheckError
+from kraftlake.replay.delta import MetadataDelta
 from kraftlake.replay.errors import ReplayError
 from kraftlake.replay.gc_pause import paused_collector
 from kraftlake.replay.image import EMPTY_IMAGE, MetadataImage
-from kraftlake.replay.loader import BatchLoader, Publisher, TransactionState
+from kraftlake.replay.loader import BatchLoader, Manifest, Publisher, TransactionState
+from kraftlake.replay.visibility import BatchPublishes, Known, OffsetNotKnown, image_offset
 
 
 @dataclass(frozen=True)
 class ReplayResult:
+    """The image that answers offset `asked` (its provenance: where it was published), the transaction
+    state after the last batch read, and what was read."""
+
     image: MetadataImage
+    asked: int
     transaction: TransactionState
     batches: int
     records: int
@@ -91,70 +97,104 @@ def history_sources(path: Path) -> list[Source]:
     return [Source(first[1], first[0]), *(Source(segment, None) for segment in segments)]
 
 
-def cut_batches(batches: Iterable[RecordBatch], start: int, to_offset: int | None) -> Iterator[RecordBatch]:
-    """The batches covering offsets [start, to_offset], a straddling batch cut to fit."""
-    for batch, _ in _cut_batches(batches, start, to_offset):
-        yield batch
-
-
-def _cut_batches(
-    batches: Iterable[RecordBatch], start: int, to_offset: int | None
-) -> Iterator[tuple[RecordBatch, bool]]:
-    """As `cut_batches`, each with whether it still ends where the original batch ends (batch-aligned)."""
-    for batch in batches:
-        if batch.last_offset < start:
-            continue
-        if to_offset is not None and batch.base_offset > to_offset:
-            return
-        whole = to_offset is None or batch.last_offset <= to_offset
-        if batch.base_offset < start or not whole:
-            end = batch.last_offset if to_offset is None else min(batch.last_offset, to_offset)
-            kept = tuple(r for r in batch.records if start <= r.offset <= end)
-            batch = replace(batch, records=kept, last_offset_delta=end - batch.base_offset)
-        yield batch, whole
-
-
 def replay_sources(
     sources: Iterable[Source],
     to_offset: int | None = None,
     publish: Publisher | None = None,
     image: MetadataImage = EMPTY_IMAGE,
 ) -> ReplayResult:
-    """Replay `sources` in order, as one commit (one publish at the end, plus those transactions force)."""
+    """The image that answers `to_offset` (None: the end of the files), replaying `sources` in order.
+    ReplayError when no published image answers it: before the first, past the end."""
+    sources = list(sources)
     with paused_collector():
-        return _replay_sources(sources, to_offset, BatchLoader(publish, image))
+        return _Replay(sources, to_offset, publish, image).run()
 
 
-def _replay_sources(sources: Iterable[Source], to_offset: int | None, loader: BatchLoader) -> ReplayResult:
-    reader = LogReader()
-    batch_count = record_count = 0
-    aligned = True
-    for source in sources:
-        if source.snapshot is not None:
-            if to_offset is not None and source.snapshot.end_offset - 1 > to_offset:
-                raise ReplayError(
-                    f"the snapshot ends at offset {source.snapshot.end_offset - 1}, "
-                    f"after the requested offset {to_offset}",
-                    source=str(source.path),
-                )
-            loader.load_snapshot(read_snapshot(source.path, source.snapshot), source.snapshot, str(source.path))
-            aligned = True
-            continue
-        start = loader.last_offset + 1
-        for batch, whole in _cut_batches(reader.batches(source.path), start, to_offset):
-            if batch.base_offset > loader.last_offset + 1:
-                raise HeaderCheckError(
-                    f"gap in the log: offset {loader.last_offset + 1} comes next", source=str(source.path),
-                    position=batch.position, offset=batch.base_offset,
-                )
-            loader.load_batch(batch, str(source.path))
-            aligned = whole
-            batch_count += 1
-            record_count += len(batch.records)
-    if loader.in_transaction:
-        return ReplayResult(loader.visible_image(), loader.transaction, batch_count, record_count)
-    loader.flush(aligned)
-    return ReplayResult(loader.image, loader.transaction, batch_count, record_count)
+class _Replay:
+    """One replay: it notes the publishes of the batch holding the offset asked, for `replay.visibility`."""
+
+    def __init__(self, sources: list[Source], to_offset: int | None, publish: Publisher | None,
+                 image: MetadataImage) -> None:
+        self.sources = sources
+        self.to_offset = to_offset
+        self.forward = publish
+        self.loader = BatchLoader(self._published, image)
+        start = self.loader.published
+        self.first_image = None if start is None else start.provenance.offset
+        self.answer = start  # the last image published at or before the offset asked
+        self.in_batch: list[int] = []  # offsets published while the current batch loads
+        self.holding: BatchPublishes | None = None  # the batch holding the offset asked
+        self.batches = self.records = 0
+
+    def _published(self, delta: MetadataDelta, image: MetadataImage, manifest: Manifest) -> None:
+        offset = image.provenance.offset
+        if self.first_image is None:
+            self.first_image = offset
+        if self.to_offset is None or offset <= self.to_offset:
+            self.answer = image
+        self.in_batch.append(offset)
+        if self.forward is not None:
+            self.forward(delta, image, manifest)
+
+    def _done(self) -> bool:
+        """Past the offset asked, with a first image found (it names the known range in a refusal)."""
+        return self.to_offset is not None and self.loader.last_offset >= self.to_offset and \
+            self.first_image is not None
+
+    def run(self) -> ReplayResult:
+        reader = LogReader()
+        for source in self.sources:
+            if source.snapshot is not None:
+                self._load_snapshot(source)
+                continue
+            for batch in reader.batches(source.path):
+                if batch.last_offset <= self.loader.last_offset:
+                    continue
+                if self._done():
+                    break
+                if batch.base_offset != self.loader.last_offset + 1:
+                    raise HeaderCheckError(
+                        f"gap in the log: offset {self.loader.last_offset + 1} comes next", source=str(source.path),
+                        position=batch.position, offset=batch.base_offset,
+                    )
+                self._load(batch, str(source.path))
+        return self._result()
+
+    def _load_snapshot(self, source: Source) -> None:
+        assert source.snapshot is not None
+        end = source.snapshot.end_offset - 1
+        if self.to_offset is not None and end > self.to_offset:
+            raise ReplayError(f"offset {self.to_offset} is before the history these files hold (from the snapshot "
+                              f"at offset {end})", source=str(source.path))
+        before = self.loader.published
+        self.in_batch = []
+        self.loader.load_snapshot(read_snapshot(source.path, source.snapshot), source.snapshot, str(source.path))
+        self._note(end, end, before)
+
+    def _load(self, batch: RecordBatch, source: str) -> None:
+        before = self.loader.published
+        self.in_batch = []
+        self.loader.load_commit(batch, source)
+        self.batches += 1
+        self.records += len(batch.records)
+        self._note(batch.base_offset, batch.last_offset, before)
+
+    def _note(self, base: int, last: int, before: MetadataImage | None) -> None:
+        if self.to_offset is None or base <= self.to_offset <= last:
+            in_force = None if before is None else before.provenance.offset
+            self.holding = BatchPublishes(base, last, tuple(self.in_batch), in_force)
+
+    def _result(self) -> ReplayResult:
+        loader = self.loader
+        asked = loader.last_offset if self.to_offset is None else self.to_offset
+        last_image = None if loader.published is None else loader.published.provenance.offset
+        known = Known(self.first_image, loader.last_offset, last_image)
+        try:
+            answered = image_offset(asked, self.holding, known)
+        except OffsetNotKnown as error:
+            raise ReplayError(str(error), source=str(self.sources[0].path) if self.sources else None) from None
+        assert self.answer is not None and self.answer.provenance.offset == answered
+        return ReplayResult(self.answer, asked, loader.transaction, self.batches, self.records)
 
 
 def replay_paths(paths: Iterable[Path], to_offset: int | None = None) -> ReplayResult:

@@ -10,6 +10,16 @@ pytest_plugins: list[str] = [
 ]
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "kafka-samples"
+# Fixtures that start a JVM (Kafka, Spark) or a server process: a test using one is marked `jvm`, and
+# `make check` (`-m "not jvm"`) leaves it to `make test`.
+JVM_FIXTURES = {"kafka_broker", "spark", "spark_cluster", "kafka_cluster", "kafka_cluster_factory", "operator_scenario",
+                "s3_store", "chromium"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if JVM_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("integration"):
+            item.add_marker(pytest.mark.jvm)
 
 
 @pytest.fixture(scope="session")

@@ -42,7 +42,8 @@ def test_the_wheel_claims_one_import_name_and_runs_from_it_alone(tmp_path: Path)
     for folder in TOP_LEVEL_FOLDERS:
         sources = {path.relative_to(REPO).as_posix() for path in (REPO / folder).glob("*.py")}
         assert {f"kraftlake/{source}" for source in sources} <= set(names), folder
-    assert {"kraftlake/records/metadata_types.pyi", "kraftlake/analytics/templates/report.html.j2"} <= set(names)
+    assert {"kraftlake/records/metadata_types.pyi", "kraftlake/analytics/templates/report.html.j2",
+            "kraftlake/explorer/templates/base.html.j2", "kraftlake/explorer/static/timeline.js"} <= set(names)
 
     target = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(target)

@@ -6,7 +6,7 @@ The figures come from the summary views (Spark SQL); only their small results ar
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,22 +51,27 @@ def write_report(
                      f"FROM batches WHERE last_offset >= {low} AND base_offset <= {high}").first()
     end_time = span["t1"]
     x_range = (span["t0"], end_time)
+    gaps = _gaps(spark, low, high)
+    breaks = [gap["break_time"] for gap in gaps]
     charts = [
         _swimlane(_rows(spark, f"SELECT * FROM broker_intervals WHERE start_offset <= {high} "
                                f"AND (end_offset IS NULL OR end_offset >= {low}) ORDER BY broker_id, start_offset"),
                   end_time),
-        *(_step(name, title, _rows(spark, _window(name, column, low, high)), column, x_range)
+        *(_step(name, title, _rows(spark, _window(name, column, low, high)), column, x_range, breaks)
           for name, title, column in (
               ("under_replicated", "Under-replicated partitions", "under_replicated"),
               ("under_min_isr", "Partitions under min.insync.replicas", "under_min_isr"),
               ("offline_partitions", "Offline partitions (no leader)", "offline"))),
         _leaders(_rows(spark, f"SELECT * FROM leaders_per_broker WHERE offset <= {high} ORDER BY broker_id, offset"),
-                 end_time),
+                 end_time, breaks),
         _epochs(_rows(spark, f"SELECT * FROM raft_epochs WHERE offset <= {high} AND last_offset >= {low} "
                              "ORDER BY epoch"), end_time),
     ]
     events = _rows(spark, f"SELECT * FROM events WHERE offset BETWEEN {low} AND {high} ORDER BY offset, kind, key")
     charts.append(_event_markers(events))
+    if gaps:
+        charts = [replace(chart, note=" ".join(filter(None, [chart.note, *(_gap_note(gap) for gap in gaps)])))
+                  for chart in charts]
     page = _template().render(
         warehouse=reader.uri, plotly_js=get_plotlyjs(), events=events,
         charts=[(chart, chart.html(x_range)) for chart in charts],
@@ -82,6 +87,30 @@ def _window(view: str, column: str, low: int, high: int) -> str:
     return (f"SELECT offset, time, {column} FROM {view} WHERE offset BETWEEN {low} AND {high} UNION ALL "
             f"(SELECT offset, time, {column} FROM {view} WHERE offset < {low} ORDER BY offset DESC LIMIT 1) "
             "ORDER BY offset")
+
+
+def _gaps(spark: Any, low: int, high: int) -> list[dict[str, Any]]:
+    """The recorded gaps in [low, high], each with the time the charts break at: between the last batch read
+    before it and the snapshot that bridged it (nothing is known in between, so no line is drawn there)."""
+    return _rows(spark, f"""
+SELECT g.first_offset, g.last_offset, g.snapshot_end_offset - 1 AS snapshot_offset,
+       timestamp_millis(CAST((coalesce(b.append_time_ms, i.log_time_ms) + i.log_time_ms) / 2 AS BIGINT)) AS break_time
+FROM gaps g JOIN images i ON i.offset = g.snapshot_end_offset - 1
+LEFT JOIN batches b ON b.last_offset = g.first_offset - 1
+WHERE g.last_offset >= {low} AND g.first_offset <= {high} ORDER BY g.first_offset""")
+
+
+def _gap_note(gap: dict[str, Any]) -> str:
+    return (f"Gap: offsets {gap['first_offset']}..{gap['last_offset']} were deleted by Kafka before they were read "
+            f"(the line breaks there; the snapshot at offset {gap['snapshot_offset']} resumes it).")
+
+
+def _broken(times: list[Any], values: list[Any], breaks: list[Any]) -> tuple[list[Any], list[Any]]:
+    """The points with a None at each break inside their span: Plotly draws no line through it."""
+    points = sorted([*zip(times, values, strict=True),
+                     *((moment, None) for moment in breaks if times and times[0] < moment < times[-1])],
+                    key=lambda point: point[0])
+    return [moment for moment, _ in points], [value for _, value in points]
 
 
 def _rows(spark: Any, sql: str) -> list[dict[str, Any]]:
@@ -104,20 +133,23 @@ def _swimlane(intervals: list[dict[str, Any]], end_time: Any) -> Chart:
     return Chart("brokers", "Brokers: registered / fenced / controlled shutdown", figure)
 
 
-def _step(div_id: str, title: str, rows: list[dict[str, Any]], column: str, x_range: tuple[Any, Any]) -> Chart:
-    """A step line to the end of the range (a flat zero when nothing ever counted)."""
+def _step(div_id: str, title: str, rows: list[dict[str, Any]], column: str, x_range: tuple[Any, Any],
+          breaks: list[Any]) -> Chart:
+    """A step line to the end of the range (a flat zero when nothing ever counted), broken at each gap."""
     times = [r["time"] for r in rows] + [x_range[1]] if rows else list(x_range)
     values = [r[column] for r in rows] + [rows[-1][column]] if rows else [0, 0]
+    times, values = _broken(times, values, breaks)
     figure = go.Figure(go.Scatter(x=times, y=values, mode="lines", line_shape="hv", name=column))
     return Chart(div_id, title, figure, "" if rows else "none in this range")
 
 
-def _leaders(rows: list[dict[str, Any]], end_time: Any) -> Chart:
+def _leaders(rows: list[dict[str, Any]], end_time: Any, breaks: list[Any]) -> Chart:
     figure = go.Figure()
     for broker in sorted({r["broker_id"] for r in rows}):
         mine = [r for r in rows if r["broker_id"] == broker]
-        figure.add_scatter(x=[r["time"] for r in mine] + [end_time], y=[r["leaders"] for r in mine]
-                           + [mine[-1]["leaders"]], mode="lines", line_shape="hv", name=f"broker {broker}")
+        times, values = _broken([r["time"] for r in mine] + [end_time],
+                                [r["leaders"] for r in mine] + [mine[-1]["leaders"]], breaks)
+        figure.add_scatter(x=times, y=values, mode="lines", line_shape="hv", name=f"broker {broker}")
     return Chart("leaders", "Partition leaders per broker", figure)
 
 

@@ -6,7 +6,8 @@ incarnation), shut down in a controlled way, tell the controller which directory
 now and then lose a directory. Partition leaders shrink and expand their ISRs; a replica a reassignment adds
 catches up and joins the ISR first, which completes the reassignment. The operator reassigns partitions (and
 cancels some) and mixes topic creation and deletion, configs, ACLs, quotas, SCRAM users, delegation tokens
-and producer-id blocks. Every choice comes from one seeded random generator and the controller's answers,
+and producer-id blocks; `settle` ends the storm (every broker back and unfenced, every partition led, every
+follower in its ISR). Every choice comes from one seeded random generator and the controller's answers,
 so a seed replays the same workload against the same responses. Large clusters are built in batches of at
 most `max_partitions_per_request` partitions.
 
@@ -19,9 +20,11 @@ workload is no longer exactly repeatable, as those answers interleave with it.
 from __future__ import annotations
 
 import base64
+import contextlib
 import random
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -41,6 +44,8 @@ EXPECTED_REFUSALS = {
 class Admin(Protocol):
     def call(self, operation: str, body: dict[str, Any] | None = None) -> Any: ...
 
+    def describe(self) -> dict[str, Any]: ...
+
     def describe_topic(self, name: str) -> dict[str, Any]: ...
 
 
@@ -53,6 +58,7 @@ class SimulatedBroker:
     offset: int = -1  # the committed offset it last heard of
     shutting_down: bool = False
     offline_dirs: list[str] = field(default_factory=list)  # failed log directories it reports
+    fenced: bool = True  # as the controller's last heartbeat answer said
     # KIP-966: the epoch it held when it last shut down cleanly (Kafka's .kafka_cleanshutdown file), -1 after a
     # crash; its next registration sends it as PreviousBrokerEpoch, and uses it up
     clean_shutdown_epoch: int = -1
@@ -129,6 +135,7 @@ class BrokerSimulator:
         if epoch is not None:
             with self._lock:
                 broker.epoch = epoch
+                broker.fenced = True
                 broker.clean_shutdown_epoch = -1
                 broker.shutting_down = False
                 broker.offline_dirs = []  # the failed disk was replaced before the restart
@@ -150,14 +157,10 @@ class BrokerSimulator:
                 broker.epoch = None
                 return
             broker.offset = max(broker.offset, reply["committed_offset"])
+            broker.fenced = reply["is_fenced"]
             if reply["should_shut_down"]:
                 broker.epoch = None  # it exits cleanly; it restarts at a later step
                 broker.clean_shutdown_epoch = epoch
-
-    def _heartbeat_in_background(self, stop: threading.Event) -> None:
-        while not stop.wait(self.config.heartbeat_interval_ms / 1000):
-            for broker in self.brokers:
-                self.heartbeat(broker, "background-heartbeat")
 
     def heartbeat_all(self) -> None:
         for broker in self.brokers:
@@ -211,20 +214,78 @@ class BrokerSimulator:
         self.rng.choices([action for _, action in actions], weights)[0]()
 
     def run(self) -> SimulationReport:
-        stop = threading.Event()
-        beats = threading.Thread(target=self._heartbeat_in_background, args=(stop,), name="broker-heartbeats",
-                                 daemon=True)
-        if self.config.heartbeat_interval_ms > 0:
-            beats.start()
-        try:
+        interval = self.config.heartbeat_interval_ms
+        with self.keep_alive(interval) if interval > 0 else contextlib.nullcontext():
             self.build()
             for _ in range(self.config.steps):
                 self.step()
+        return self.report
+
+    def settle(self, timeout_s: float = 60.0) -> int:
+        """The storm is over: every broker that crashed, shut down or lost a directory restarts (a new
+        incarnation, the failed disk replaced; the controller takes it back once the old session expired) and
+        reports the committed offset until unfenced. Partitions left with no in-sync or eligible replica then
+        get a leader by an unclean election, as an operator would (returns how many), and every follower
+        catches up and joins its ISR."""
+        for broker in self.brokers:
+            if broker.shutting_down or broker.offline_dirs:
+                with self._lock:
+                    broker.epoch = None  # it stops, to restart below
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for broker in self.brokers:
+                if broker.epoch is None:
+                    broker.incarnation += 1
+                    self.register(broker)
+            for _ in range(2):  # the second round reports the offset learnt in the first: unfenced
+                self.heartbeat_all()
+            if all(broker.epoch is not None and not broker.fenced for broker in self.brokers):
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"brokers still fenced after {timeout_s:.0f} s: "
+                                   f"{[b.broker_id for b in self.brokers if b.fenced or b.epoch is None]}")
+            time.sleep(0.5)
+        leaderless = sum(p["leader"] < 0 for topic in self.admin.describe()["topics"]
+                         for p in self.admin.describe_topic(topic)["partitions"].values())
+        if leaderless:
+            self._call("unclean-election", "elect-leaders", {"type": "unclean"})
+        self._catch_up_followers()
+        return leaderless
+
+    def _catch_up_followers(self) -> None:
+        """Every follower copies the log and joins the ISR: each leader sends one AlterPartition per topic
+        for its partitions whose ISR lacks a replica (a reassignment under way completes)."""
+        for topic in self.admin.describe()["topics"]:
+            changes: dict[int, list[dict[str, Any]]] = {}
+            for partition_id, state in self.admin.describe_topic(topic)["partitions"].items():
+                if state["leader"] >= 0 and set(state["isr"]) != set(state["replicas"]):
+                    changes.setdefault(state["leader"], []).append({
+                        "topic": topic, "partition": int(partition_id), "leader_epoch": state["leaderEpoch"],
+                        "partition_epoch": state["partitionEpoch"], "isr": list(state["replicas"]),
+                    })
+            for leader_id, partitions in changes.items():
+                epoch = self.brokers[leader_id].epoch
+                if epoch is not None:
+                    self._call("catch-up", "alter-partition",
+                               {"broker_id": leader_id, "broker_epoch": epoch, "changes": partitions})
+
+    @contextlib.contextmanager
+    def keep_alive(self, interval_ms: int = 1000) -> Iterator[None]:
+        """Every live broker heartbeats from a thread while the block runs, so no session expires meanwhile."""
+        stop = threading.Event()
+        beats = threading.Thread(target=self._heartbeat_every, args=(stop, interval_ms), name="broker-heartbeats",
+                                 daemon=True)
+        beats.start()
+        try:
+            yield
         finally:
             stop.set()
-            if beats.is_alive():
-                beats.join()
-        return self.report
+            beats.join()
+
+    def _heartbeat_every(self, stop: threading.Event, interval_ms: int) -> None:
+        while not stop.wait(interval_ms / 1000):
+            for broker in self.brokers:
+                self.heartbeat(broker, "background-heartbeat")
 
     def _live(self) -> list[SimulatedBroker]:
         return [b for b in self.brokers if b.epoch is not None]

@@ -3,8 +3,9 @@
 Local broker → three controller processes (Raft quorum + controller + admin API + publisher) → simulated
 brokers and a mixed workload → a metadata transaction that commits, and one cut by killing the active
 controller mid-way (its successor aborts it) → every controller registered, a partition reassignment, an ISR
-shrink below min.insync.replicas (eligible leader replicas), a failed log directory → the streaming job
-drains the topic into the warehouse → a report read back with Spark SQL and time travel. Its state lives
+shrink below min.insync.replicas (eligible leader replicas), a failed log directory → the storm passes: every
+broker back, registered and unfenced, every partition with a leader → the streaming job drains the topic into
+the warehouse → a report read back with Spark SQL and time travel, and where to look next. Its state lives
 under the repo: `run/demo/` (quorum logs, configs, process logs), `run/broker/`, `warehouse/`,
 `checkpoints/materialize/`; each run starts them afresh, and `make clean` removes them.
 """
@@ -12,11 +13,13 @@ under the repo: `run/demo/` (quorum logs, configs, process logs), `run/broker/`,
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kraftlake.brokersim.simulator import BrokerSimulator, SimulationConfig
 from kraftlake.cli.broker import LocalBroker, stop_broker
@@ -25,6 +28,9 @@ from kraftlake.controller.admin_client import AdminClient, AdminError
 from kraftlake.controller.controller import MID_TRANSACTION_FAILPOINT
 from kraftlake.records import decode_batch
 from kraftlake.records import metadata_types as mt
+
+if TYPE_CHECKING:
+    from kraftlake.lake.reader import WarehouseReader
 
 BIG_BATCH_RECORDS = 400  # a small batch cap, so that a big topic creation becomes a metadata transaction
 MARKERS: dict[type, str] = {
@@ -73,7 +79,13 @@ class Demo:
             self._step(f"mixed workload (ISR churn, crashes, reassignments, directory failures, configs, ACLs, quotas, "
                        f"SCRAM, producer ids): "
                        f"{sum(simulator.report.actions.values())} requests")
-            self._step(f"every batch up to offset {cluster.wait_published()} is in topic {cluster.topic}")
+            unclean = simulator.settle()
+            with simulator.keep_alive():  # no session expires before the controllers stop
+                self._step("the storm passes: every broker that crashed, shut down or lost a disk restarted, caught "
+                           "up and is unfenced; every follower is back in its ISR"
+                           + (f"; {unclean} partitions left without an in-sync or eligible replica got a leader by "
+                              "an unclean election" if unclean else ""))
+                self._step(f"every batch up to offset {cluster.wait_published()} is in topic {cluster.topic}")
         finally:
             cluster.stop()
         self._materialize(cluster)
@@ -169,13 +181,39 @@ class Demo:
         reader = WarehouseReader(Warehouse(self.warehouse))
         self.say(text_report(spark, reader))
         page = write_report(spark, reader, self.repo / "run" / "report.html")
-        self.say(f"\nthe HTML report (open it in a browser): {page}")
         chunks = read_messages(spark, config.bootstrap_servers, config.topic, {}, cluster.topic_end())
         counts = transaction_markers(message.value for chunk in chunks for message in chunk)
         self.say(
             f"\nmetadata transactions in the log: {counts['begun']} begun, {counts['committed']} committed, "
             f"{counts['aborted']} aborted (aborted records are never visible)"
         )
+        self.say(f"\n{end_state(reader)}\n\n{where_to_look(page, self.warehouse)}")
+
+
+def end_state(reader: WarehouseReader) -> str:
+    """How the cluster ended, as the warehouse's last image says: brokers registered and fenced, partitions,
+    how many have no leader and how many are under-replicated."""
+    last = reader.published_range()[1]
+    tables = reader.image_at(last).tables
+    fenced = tables["brokers"].column("fenced").to_pylist()
+    partitions = tables["partitions"].select(["leader", "isr", "replicas"]).to_pylist()
+    leaderless = sum(p["leader"] < 0 for p in partitions)
+    under_replicated = sum(len(p["isr"]) < len(p["replicas"]) for p in partitions)
+    return (f"the cluster at the last image (offset {last}): {len(fenced)} brokers registered, {sum(fenced)} fenced; "
+            f"{len(partitions)} partitions, {leaderless} without a leader, {under_replicated} under-replicated")
+
+
+def where_to_look(report: Path, warehouse: Path) -> str:
+    """The report's path and three commands to try on the demo's warehouse."""
+    at = os.path.relpath(warehouse)
+    return "\n".join([
+        f"the HTML report (open it in a browser): {report}",
+        "three commands to try:",
+        f"  .venv/bin/kraftlake history --warehouse {at} --table partitions --key orders-0   # the reassignment",
+        f"  .venv/bin/kraftlake summary fencing_episodes --warehouse {at}   # when each broker was out, and why",
+        f"  .venv/bin/kraftlake sql --warehouse {at} \"SELECT from_offset, topic_name, partition_id, isr, elr "
+        "FROM partitions_history WHERE size(elr) > 0 ORDER BY from_offset LIMIT 5\"   # eligible leader replicas",
+    ])
 
 
 def transaction_markers(values: Iterable[bytes]) -> Counter[str]:

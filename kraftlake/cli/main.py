@@ -1,7 +1,8 @@
-"""The `kraftlake` command: one subcommand module per concern, each with `register(subparsers)`.
+"""The `kraftlake` command line: one subcommand module per concern, each with `register(subparsers)`.
 
-A subcommand's handler returns the process exit code. Expected failures (bad input, bad config, a broker
-that is down, a controller that refuses) raise `UserFacingError` here, or the library's own errors listed in
+What the help says to users (the groups, one example per command) is `kraftlake.cli.help`. A subcommand's
+handler returns the process exit code. Expected failures (bad input, bad config, a broker that is down, a
+controller that refuses) raise `UserFacingError` here, or the library's own errors listed in
 `expected_errors`, and are printed as one line on stderr with exit code 2, never as a traceback.
 """
 
@@ -14,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from kraftlake.cli.errors import UserFacingError
+from kraftlake.cli.help import add_examples, group_commands
 from kraftlake.settings import SettingsError
 
 
@@ -33,6 +35,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "kraftlake.cli.commands.warehouse": ("ingest", "image", "changes", "maintain"),
     "kraftlake.cli.commands.history": ("history",),
     "kraftlake.cli.commands.analytics": ("sql", "summary", "report"),
+    "kraftlake.cli.commands.ui": ("ui",),
     "kraftlake.cli.commands.quorum": ("quorum",),
     "kraftlake.cli.commands.materialize": ("materialize",),
     "kraftlake.cli.commands.publish": ("publish",),
@@ -46,12 +49,15 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or of the one `argv` names: then only its module is imported (the
     controller's, Raft's and the Kafka client's modules cost every command ~0.3 s of start-up)."""
-    parser = argparse.ArgumentParser(prog="kraftlake", description=__doc__.splitlines()[0])
-    subparsers = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="kraftlake")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     named = argv[0] if argv else None
-    modules = [module for module, commands in COMMAND_MODULES.items() if named in commands] or COMMAND_MODULES
-    for module_name in modules:
+    modules = [module for module, commands in COMMAND_MODULES.items() if named in commands]
+    for module_name in modules or COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)
+    add_examples(parser)
+    if not modules:
+        group_commands(parser)
     return parser
 
 

@@ -14,10 +14,10 @@ def fleet_status_lines(directory: Path, now: float) -> list[str]:
     if not files:
         raise StatusError(f"{directory}: no cluster status files (is `kraftlake follow --fleet … --status-file "
                           f"{directory}` running?)")
-    lines = []
+    lines: list[str] = []
     for path in files:
         try:
-            lines.append(f"{path.stem}: {read_status(path).describe(now)}")
+            lines.extend(f"{path.stem}: {line}" for line in read_status(path).describe(now))
         except StatusError as error:
             lines.append(f"{path.stem}: {error}")
     return lines

@@ -22,7 +22,9 @@ the follower's errors never carry one, and settings are shown by name only.
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -31,10 +33,11 @@ from kraftlake.follow.client import FollowError, parse_endpoints
 from kraftlake.follow.follower import FollowConfig, Follower
 from kraftlake.follow.observer import ObserverConfig
 from kraftlake.follow.security import SecurityError, parse_security
-from kraftlake.follow.status import write_status
+from kraftlake.follow.status import Status, write_status
 from kraftlake.follow.tail import TailConfig
 from kraftlake.records.errors import NotAMetadataLogError
 from kraftlake.records.files import metadata_log_dir
+from kraftlake.settings import DEFAULT_STALL_SECONDS
 from kraftlake.settings.errors import SettingsError
 from kraftlake.settings.fleet import Fleet, FleetCluster, file_stamp, load_fleet
 
@@ -125,8 +128,10 @@ class ClusterFollower:
         if self.status_file is None:
             return
         published = self.follower.published_offset if self.follower is not None else -1
-        write_status(self.status_file, f"FAILED ({self.failures}x): {self.failure}; following again in {retry_s:.0f} s",
-                     published, -1, max(retry_s, self.config.log_interval_s))
+        now = time.time()
+        write_status(self.status_file, Status(
+            f"following again in {retry_s:.0f} s", published, published + 1, -1, now, now, DEFAULT_STALL_SECONDS, now,
+            os.getpid(), failed=f"({self.failures}x) {self.failure}"))
 
 
 def one_line(error: Exception) -> str:

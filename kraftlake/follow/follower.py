@@ -11,11 +11,16 @@ An empty topic starts at 0 too: the log from its first offset, or the snapshot f
 (Kafka deleted the older log, or keeps a snapshot beside it): the warehouse then starts at that snapshot.
 
 A producer failure ends the session; the next one resumes from the topic's tail, as the publisher does.
+
+The status file (`kraftlake.follow.status`) is rewritten several times per stall period, so that its reader can
+tell a follower that makes progress from one that is STALLED; a snapshot that starts past the topic's last
+offset (Kafka deleted offsets before they were read) is logged and kept in it as a gap.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -25,10 +30,11 @@ from typing import Protocol
 from kraftlake.bridge.publisher import ProducerSession, PublisherConfig, TopicTail, ensure_topic, read_tail
 from kraftlake.follow.client import FollowError
 from kraftlake.follow.observer import CommittedBatch, FetchedSnapshot, Observer, ObserverConfig
-from kraftlake.follow.status import write_status
+from kraftlake.follow.status import Gap, Status, write_status
 from kraftlake.follow.tail import DirectoryTail, TailConfig
 from kraftlake.records.batch import decode_batch
 from kraftlake.records.topic import encode_snapshot_key, ends_snapshot, starts_snapshot
+from kraftlake.settings import DEFAULT_STALL_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +42,8 @@ log = logging.getLogger(__name__)
 class SourcePosition(Protocol):
     next_offset: int
     high_watermark: int
+    advanced_at: float
+    answered_at: float
 
     def describe(self) -> str: ...
 
@@ -59,7 +67,14 @@ class FollowConfig:
     source: ObserverConfig | TailConfig
     publisher: PublisherConfig
     log_interval_s: float = 10.0  # how often the position is logged (and on every leader change)
-    status_file: Path | None = None  # rewritten with every position line, for `kraftlake follow --status`
+    status_file: Path | None = None  # for `kraftlake follow --status`
+    stall_after_s: float = DEFAULT_STALL_SECONDS  # the STALLED threshold, written into the status file
+
+    @property
+    def status_interval_s(self) -> float:
+        """How often the status file is rewritten: several times a stall period, so a reader never takes a
+        follower that moves for one that stalled."""
+        return min(self.log_interval_s, self.stall_after_s / 3)
 
 
 def open_source(config: ObserverConfig | TailConfig, tail: TopicTail) -> Source:
@@ -82,6 +97,7 @@ class Follower:
         self.published_offset = -1  # the topic holds the log up to here, as acknowledged
         self.snapshots = 0  # snapshots published
         self.messages = 0
+        self.gaps: list[Gap] = []  # offsets Kafka deleted before they were read, bridged by a snapshot
         self._reached_topic = False  # until the topic's tail was read once, a failing broker is an error
 
     def run(self) -> None:
@@ -111,7 +127,8 @@ class Follower:
                  publisher.topic, tail.next_offset - 1, start)
         self.published_offset = tail.next_offset - 1 if tail.cut_snapshot is None else -1
         session = ProducerSession(publisher)
-        next_log = time.monotonic()
+        next_log = next_status = time.monotonic()
+        written = source.position.answered_at  # the answer time the status file holds
         changes = source.leader_changes
         try:
             while not self.stop.is_set():
@@ -123,22 +140,31 @@ class Follower:
                     while not session.caught_up():
                         session.flush()
                     self.published_offset = max(self.published_offset, source.position.next_offset - 1)
-                if time.monotonic() >= next_log or source.leader_changes != changes:
-                    self._report(source)
-                    next_log = time.monotonic() + self.config.log_interval_s
+                now = time.monotonic()
+                if now >= next_log or source.leader_changes != changes:
+                    log.info("follow: %s", self._line(source))
+                    next_log = now + self.config.log_interval_s
                     changes = source.leader_changes
+                # due, or the source answers again after a silence the file still shows (it would read as STALLED)
+                if now >= next_status or source.position.answered_at > written + self.config.status_interval_s:
+                    self._write_status(source)
+                    next_status, written = now + self.config.status_interval_s, source.position.answered_at
         finally:
             source.close()
             session.close()
 
-    def _report(self, source: Source) -> None:
-        """The position line, and the same in the status file."""
-        line = f"{source.position.describe()}; {self.messages} messages published"
-        log.info("follow: %s", line)
-        if self.config.status_file is not None:
-            position = source.position
-            write_status(self.config.status_file, line, self.published_offset, position.high_watermark,
-                         self.config.log_interval_s)
+    def _line(self, source: Source) -> str:
+        return f"{source.position.describe()}; {self.messages} messages published"
+
+    def _write_status(self, source: Source) -> None:
+        if self.config.status_file is None:
+            return
+        position = source.position
+        write_status(self.config.status_file, Status(
+            self._line(source), self.published_offset, position.next_offset, position.high_watermark,
+            position.advanced_at, position.answered_at, self.config.stall_after_s, time.time(), os.getpid(),
+            tuple(self.gaps),
+        ))
 
     def _produce(self, session: ProducerSession, item: CommittedBatch | FetchedSnapshot) -> None:
         if isinstance(item, CommittedBatch):
@@ -147,6 +173,11 @@ class Follower:
             return
         batches = item.batches
         source = f"snapshot {item.snapshot_id.file_name()}"
+        if self.published_offset >= 0 and item.snapshot_id.end_offset - 1 > self.published_offset:
+            gap = Gap(self.published_offset + 1, item.snapshot_id.end_offset - 1, item.snapshot_id.file_name(),
+                      time.time())
+            self.gaps.append(gap)
+            log.warning("follow: %s", gap.describe())
         if not batches or not starts_snapshot(decode_batch(batches[0].raw, source)) or not ends_snapshot(
             decode_batch(batches[-1].raw, source)
         ):

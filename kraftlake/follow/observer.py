@@ -10,8 +10,16 @@ committed:
 - a snapshot id (the fetch offset is below the leader's log start, or 0 while a snapshot exists) is fetched
   with FetchSnapshot in chunks and handed on whole, the log then continuing from its end offset;
 - NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH: the response names the current leader
-  and epoch (and, Fetch 16+, its endpoint), which the next fetch goes to; a leader that is gone or not
-  known yet sends the observer back to the bootstrap list, one endpoint after another.
+  and epoch (and, Fetch 16+, its endpoint on the listener asked), which the next fetch goes to; a leader that
+  is gone, not known yet, or whose endpoint the answering controller does not know for this listener sends the
+  observer on to the next endpoint of the bootstrap list. (A controller restarted after a failover learns the
+  new leader from a Fetch response on the listener the nodes use among themselves, so on any other listener it
+  names the leader without an endpoint; taking the controller that answered for the leader had the observer
+  ask it forever, NOT_LEADER_OR_FOLLOWER every 200 ms.)
+- STALLED (`kraftlake.follow.status.stall_reason`: no Fetch answered with the log, or the offset not moving
+  while the high watermark is ahead, for `stall_after_s`): the connection is dropped and the next bootstrap
+  endpoint asked, once per period. No request waits longer than half that period for its answer, so a
+  connection that went silent (a peer gone without a FIN, a firewall that dropped its state) is left in time.
 Errors that retrying cannot fix (wrong cluster id, not authorized, a listener that is not a controller's,
 a log that diverged below what was handed on) raise FollowError naming the endpoint and the offset.
 """
@@ -20,15 +28,17 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kraftlake.follow.client import ControllerConnection, Endpoint, FollowError, Unreachable, error_name
 from kraftlake.follow.security import PLAINTEXT, Security
+from kraftlake.follow.status import stall_reason
 from kraftlake.records import rpc
 from kraftlake.records.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, read_header
 from kraftlake.records.errors import RecordFormatError
 from kraftlake.records.files import BOOTSTRAP_ID, SnapshotId
+from kraftlake.settings import DEFAULT_STALL_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +54,18 @@ class ObserverConfig:
     cluster_id: str | None = None  # sent when known: a leader of another cluster refuses the fetch
     max_wait_ms: int = 500  # how long the leader may hold a fetch that has nothing new
     max_bytes: int = 8 << 20  # per Fetch / FetchSnapshot response
-    request_timeout_s: float = 10.0
+    request_timeout_s: float = 10.0  # at most half of `stall_after_s` (see `request_deadline_s`)
     retry_backoff_s: float = 0.2
     retry_backoff_max_s: float = 5.0
     connect_timeout_s: float = 30.0  # the first controller must answer within this; later outages are waited out
     security: Security = PLAINTEXT  # the controller listener's security.protocol, SASL and SSL settings
+    stall_after_s: float = DEFAULT_STALL_SECONDS  # the STALLED threshold (module docstring)
+
+    @property
+    def request_deadline_s(self) -> float:
+        """How long a request may go unanswered (beyond the fetch's own wait): a silent connection is left
+        well within one stall period."""
+        return min(self.request_timeout_s, self.stall_after_s / 2)
 
 
 @dataclass(frozen=True)
@@ -65,18 +82,26 @@ class FetchedSnapshot:
 
 @dataclass
 class Position:
-    """Where following stands, for the periodic log line."""
+    """Where following stands, for the periodic log line, the status file and the stall rule."""
 
     next_offset: int  # the first offset not handed on
     high_watermark: int = -1
     leader_id: int = -1
     epoch: int = 0
     endpoint: Endpoint | None = None
+    advanced_at: float = field(default_factory=time.time)  # when `next_offset` last moved
+    answered_at: float = field(default_factory=time.time)  # when a leader last answered a Fetch with the log
+    last_error: str | None = None  # why the last poll got no log, until one does
 
     def describe(self) -> str:
         lag = max(0, self.high_watermark - self.next_offset) if self.high_watermark >= 0 else "?"
         leader = f"{self.leader_id} (epoch {self.epoch}) at {self.endpoint}" if self.leader_id >= 0 else "unknown"
-        return (f"offset {self.next_offset}, high watermark {self.high_watermark}, lag {lag}, leader {leader}")
+        error = f"; last error: {self.last_error}" if self.last_error else ""
+        return f"offset {self.next_offset}, high watermark {self.high_watermark}, lag {lag}, leader {leader}{error}"
+
+    def advanced(self, next_offset: int) -> None:
+        self.next_offset = next_offset
+        self.advanced_at = time.time()
 
 
 class Observer:
@@ -92,6 +117,7 @@ class Observer:
         self._backoff_s = config.retry_backoff_s
         self._ever_connected = False
         self._started = time.monotonic()
+        self._watched_since = time.time()  # a stall reconnects once per period: the last reconnect or the start
         self.leader_changes = 0
 
     def close(self) -> None:
@@ -107,9 +133,23 @@ class Observer:
             handed = self._handle(connection, response)
         except Unreachable as error:
             self._unreachable(error)
-            return []
-        self._backoff_s = self.config.retry_backoff_s
+            handed = []
+        else:
+            self._backoff_s = self.config.retry_backoff_s
+        self._watch()
         return handed
+
+    def _watch(self) -> None:
+        """Reconnect, to the next bootstrap endpoint, when following is STALLED (at most once a period)."""
+        now = time.time()
+        reason = stall_reason(self.position, self.config.stall_after_s, now)
+        if reason is None or now - self._watched_since <= self.config.stall_after_s:
+            return
+        self._watched_since = now
+        log.warning("follow: STALLED: %s (%s); reconnecting", reason, self.position.describe())
+        self._disconnect()
+        self._leader_endpoint = None
+        self._bootstrap_turn += 1
 
     def _fetch_request(self) -> Any:
         partition = rpc.FetchPartition(
@@ -138,16 +178,22 @@ class Observer:
         if len(partitions) != 1:
             raise FollowError(f"{where}: Fetch answered with {len(partitions)} partitions, not the metadata partition")
         partition = partitions[0]
-        changed = self._follow_leader(partition.current_leader, response.node_endpoints, connection.endpoint)
+        served = partition.error_code == 0
+        changed = self._follow_leader(partition.current_leader, response.node_endpoints, connection.endpoint, served)
         if partition.error_code in _LEADER_ERRORS:
-            log.info("follow: %s: %s", where, error_name(partition.error_code))
+            self.position.last_error = f"{where}: {error_name(partition.error_code)}"
+            log.info("follow: %s", self.position.last_error)
             if self._leader_endpoint is None:
-                self._disconnect()  # nobody known to lead: back to the bootstrap list
+                # nobody known to lead, or not where to reach it on this listener: ask the next controller
+                self._disconnect()
+                self._bootstrap_turn += 1
             if not changed:
                 self._pause()  # an election under way: ask again in a moment
             return []
         if partition.error_code:
             raise FollowError(f"{where}: Fetch failed with {error_name(partition.error_code)}")
+        self.position.answered_at = time.time()  # the leader answered with the log (records, divergence, snapshot)
+        self.position.last_error = None
         if partition.diverging_epoch.end_offset >= 0:
             self._truncate(partition.diverging_epoch, where)
             return []
@@ -163,7 +209,8 @@ class Observer:
         if code in _FATAL_TOP_LEVEL:
             hint = {104: " (--cluster-id is not this cluster's)", 31: " (the principal needs CLUSTER_ACTION)"}
             raise FollowError(f"{where}: {api} refused with {error_name(code)}{hint.get(code, '')}")
-        log.info("follow: %s: %s failed with %s; retrying", where, api, error_name(code))
+        self.position.last_error = f"{where}: {api} failed with {error_name(code)}"
+        log.info("follow: %s; retrying", self.position.last_error)
         self._disconnect()
         self._pause()
 
@@ -194,7 +241,7 @@ class Observer:
             count += 1
         committed, self._pending = self._pending[:count], self._pending[count:]
         if committed:
-            self.position.next_offset = committed[-1].header.last_offset + 1
+            self.position.advanced(committed[-1].header.last_offset + 1)
             self._last_epoch = committed[-1].header.partition_leader_epoch
         handed: list[CommittedBatch | FetchedSnapshot] = [*committed]
         return handed
@@ -257,27 +304,33 @@ class Observer:
         except RecordFormatError as error:
             raise FollowError(str(error)) from None
         self._pending.clear()
-        self.position.next_offset = snapshot.end_offset
+        self.position.advanced(snapshot.end_offset)
         self._last_epoch = snapshot.epoch
         log.info("follow: %s: fetched, %d bytes in %d batches", source, len(data), len(batches))
         return FetchedSnapshot(snapshot, tuple(batches))
 
     # -- leaders and connections ----------------------------------------------------------------------------
 
-    def _follow_leader(self, leader: Any, endpoints: tuple[Any, ...], asked: Endpoint) -> bool:
-        """Take a newer leader or epoch from a response; True when it changed."""
+    def _follow_leader(self, leader: Any, endpoints: tuple[Any, ...], asked: Endpoint, served: bool) -> bool:
+        """Take a newer leader or epoch from a response, and the leader's endpoint once one is known; True when
+        either changed (the next fetch may go at once).
+
+        The endpoint is the one the response names for the leader (Fetch 16+: on the listener asked), or the
+        endpoint asked when it served the fetch (only the leader does; Fetch below 16 names no endpoints).
+        Never the endpoint asked when it refused: that is a controller that knows who leads but not where."""
         leader_id, epoch = leader.leader_id, leader.leader_epoch
-        if epoch < self.position.epoch or (epoch == self.position.epoch and leader_id in (-1, self.position.leader_id)):
-            return False
-        known = {e.node_id: Endpoint(e.host, e.port) for e in endpoints}
+        newer = epoch > self.position.epoch or (
+            epoch == self.position.epoch and leader_id not in (-1, self.position.leader_id))
+        named = {e.node_id: Endpoint(e.host, e.port) for e in endpoints}.get(leader_id)
+        address = named or (asked if served else None)
+        if not newer and (leader_id != self.position.leader_id or address in (None, self._leader_endpoint)):
+            return False  # nothing new: an older answer, or the same leader at the same (or no) address
         self.position.leader_id, self.position.epoch = leader_id, epoch
-        self._leader_endpoint = known.get(leader_id)
-        if self._leader_endpoint is None and leader_id >= 0 and not endpoints:
-            self._leader_endpoint = asked  # Fetch below 16 names no endpoints: stay where the answer came from
-        self.position.endpoint = self._leader_endpoint
-        self.leader_changes += 1
-        log.info("follow: leader change: %s", self.position.describe())
-        if self._connection is not None and self._connection.endpoint != self._leader_endpoint:
+        self._leader_endpoint = self.position.endpoint = address
+        if newer:
+            self.leader_changes += 1
+            log.info("follow: leader change: %s", self.position.describe())
+        if self._connection is not None and self._connection.endpoint != address:
             self._disconnect()
         return True
 
@@ -285,7 +338,9 @@ class Observer:
         if self._connection is not None:
             return self._connection
         endpoint = self._leader_endpoint or self.config.bootstrap[self._bootstrap_turn % len(self.config.bootstrap)]
-        self._connection = ControllerConnection(endpoint, self.config.request_timeout_s, self.config.security)
+        self._connection = ControllerConnection(endpoint, self.config.request_deadline_s, self.config.security)
+        if self.position.last_error is not None:
+            log.info("follow: reconnected to %s; offset %d next", endpoint, self.position.next_offset)
         self._ever_connected = True
         return self._connection
 
@@ -300,7 +355,9 @@ class Observer:
             endpoints = ",".join(map(str, self.config.bootstrap))
             raise FollowError(f"no controller answered at {endpoints} within {self.config.connect_timeout_s:.0f} s "
                               f"(last: {error}); offset {self.position.next_offset} was next") from None
-        log.warning("follow: %s; offset %d next, retrying in %.1f s", error, self.position.next_offset, self._backoff_s)
+        self.position.last_error = str(error)
+        log.warning("follow: %s; offset %d next, reconnecting in %.1f s", error, self.position.next_offset,
+                    self._backoff_s)
         self._pause()
 
     def _pause(self) -> None:

@@ -1,49 +1,113 @@
-"""The status file a running follower rewrites with every position line, and `kraftlake follow --status`'s
-reading of it: another process (an operator, a monitoring check) sees where the follower stands without
-attaching to it. Written whole (a temporary file renamed over it), so a reader never sees half of one."""
+"""The status file a running follower rewrites, `kraftlake follow --status`'s reading of it, and the STALLED rule
+both apply: another process (an operator, a monitoring check) sees where the follower stands without attaching
+to it, and a follower that silently stopped is named as such. Written whole (a temporary file renamed over it),
+so a reader never sees half of one.
+
+STALLED (`stall_reason`): the source has not answered with the log for longer than the threshold (no Fetch
+answered by the leader, no look at the directory: the follower cannot know it is current, and a KRaft leader
+commits a NoOp every 500 ms, so a healthy quorum always has news), or the follower's offset has not moved for
+that long while the high watermark is ahead of it. The reader judges with its own clock, so a follower that hangs
+or died, and stopped writing the file, is STALLED too."""
 
 from __future__ import annotations
 
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-
-STALE_AFTER = 3  # position lines missed before the status is reported as stale (the follower may be gone)
+from typing import Protocol
 
 
 class StatusError(Exception):
     """No status to show: the message names the file."""
 
 
+class Progress(Protocol):
+    """What the stall rule looks at: a source's position (`Observer`'s, `DirectoryTail`'s) or a status."""
+
+    @property
+    def next_offset(self) -> int: ...  # the first offset not handed on
+
+    @property
+    def high_watermark(self) -> int: ...  # the first offset not committed (-1: not known yet)
+
+    @property
+    def advanced_at(self) -> float: ...  # when `next_offset` last moved (or following started), epoch seconds
+
+    @property
+    def answered_at(self) -> float: ...  # when the source last answered with the log, epoch seconds
+
+
+def stall_reason(progress: Progress, stall_after_s: float, now: float) -> str | None:
+    """Why following is STALLED at `now`, or None while it is not."""
+    quiet = now - progress.answered_at
+    if quiet > stall_after_s:
+        return f"no answer with the log for {quiet:.0f} s"
+    still = now - progress.advanced_at
+    if progress.high_watermark > progress.next_offset and still > stall_after_s:
+        return (f"offset {progress.next_offset} has not moved for {still:.0f} s while the high watermark is "
+                f"{progress.high_watermark}")
+    return None
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Offsets the follower never read: Kafka deleted them before it got there, and a snapshot bridged them."""
+
+    first: int
+    last: int
+    snapshot: str  # the snapshot's file name (`<end offset>-<epoch>.checkpoint`)
+    noticed_at: float  # epoch seconds
+
+    def describe(self) -> str:
+        noticed = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.noticed_at))
+        return (f"gap: offsets {self.first}-{self.last} were deleted by Kafka before they were read; snapshot "
+                f"{self.snapshot} bridges them (noticed {noticed})")
+
+
 @dataclass(frozen=True)
 class Status:
     line: str  # the position line as logged: offset, high watermark, lag, leader
     published_offset: int  # the topic holds the log up to here
+    next_offset: int
     high_watermark: int
-    written_at: float  # seconds since the epoch
-    interval_s: float
+    advanced_at: float
+    answered_at: float
+    stall_after_s: float
+    written_at: float  # epoch seconds
     pid: int
+    gaps: tuple[Gap, ...] = ()
+    failed: str = ""  # a fleet's follower that stopped with an error: its one line, until it follows again
 
-    def describe(self, now: float) -> str:
-        age = now - self.written_at
-        stale = f" (STALE: no update for {age:.0f} s; is pid {self.pid} running?)" if age > STALE_AFTER * max(
-            self.interval_s, 1.0) else ""
-        return f"{self.line}; published up to offset {self.published_offset}; {age:.0f} s ago by pid {self.pid}{stale}"
+    def stalled(self, now: float) -> str | None:
+        return stall_reason(self, self.stall_after_s, now)
+
+    def describe(self, now: float) -> list[str]:
+        """One line for the state (FOLLOWING or STALLED), then one per gap noticed."""
+        where = (f"{self.line}; published up to offset {self.published_offset}; written "
+                 f"{now - self.written_at:.0f} s ago by pid {self.pid}")
+        reason = self.stalled(now)
+        if self.failed:
+            state = f"FAILED: {self.failed}; {where}"
+        elif reason:
+            state = f"STALLED: {reason} (threshold {self.stall_after_s:g} s); {where}"
+        else:
+            state = f"FOLLOWING: {where}"
+        return [state, *(gap.describe() for gap in self.gaps)]
 
 
-def write_status(path: Path, line: str, published_offset: int, high_watermark: int, interval_s: float) -> None:
-    status = Status(line, published_offset, high_watermark, time.time(), interval_s, os.getpid())
+def write_status(path: Path, status: Status) -> None:
     temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    temporary.write_text(json.dumps(status.__dict__) + "\n")
+    temporary.write_text(json.dumps(asdict(status)) + "\n")
     temporary.replace(path)
 
 
 def read_status(path: Path) -> Status:
     try:
         fields = json.loads(path.read_text())
-        return Status(**fields)
+        gaps = tuple(Gap(**gap) for gap in fields.pop("gaps", ()))
+        return Status(**fields, gaps=gaps)
     except FileNotFoundError:
         raise StatusError(f"{path}: no status file (is a follower running with --status-file {path}?)") from None
     except (OSError, ValueError, TypeError) as error:

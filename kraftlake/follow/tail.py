@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import mmap
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftlake.follow.client import FollowError
@@ -50,6 +50,8 @@ class TailPosition:
     next_offset: int  # the first offset not handed on
     high_watermark: int = -1  # the end of the whole batches on disk (the next offset Kafka will write)
     segment: Path | None = None
+    advanced_at: float = field(default_factory=time.time)  # when `next_offset` last moved (the stall rule)
+    answered_at: float = field(default_factory=time.time)  # when the directory was last read
 
     @property
     def lag(self) -> int | None:
@@ -84,7 +86,10 @@ class DirectoryTail:
     def poll(self) -> list[CommittedBatch | FetchedSnapshot]:
         """What was appended since the last poll; after an empty one, wait `poll_interval_s` first."""
         handed = self._poll()
-        if not handed:
+        self.position.answered_at = time.time()
+        if handed:
+            self.position.advanced_at = self.position.answered_at
+        else:
             time.sleep(self.config.poll_interval_s)
         return handed
 
@@ -208,10 +213,6 @@ class DirectoryTail:
             fetched = _read_snapshot(snapshot, path)
         except FileNotFoundError:  # replaced by a newer one since it was listed
             return None
-        if not self._snapshot_first and snapshot.end_offset > wanted:
-            log.warning("follow: offsets %d..%d are no longer in %s (Kafka's retention deleted them before they "
-                        "were read): continuing from snapshot %s", wanted, snapshot.end_offset - 1,
-                        self.config.directory.path, path.name)
         self._snapshot_first = False
         self._cursor = None
         self._checker = LogChecker()

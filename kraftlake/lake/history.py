@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from kraftlake.image_schema.json_text import JSON_LINES, TEXT, concat, objects_t
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.errors import UnknownKeyError
 from kraftlake.lake.scan import AnyOf, Where
+from kraftlake.replay.visibility import Gap
 
 _ROW = "__kraftlake_row"
 
@@ -35,6 +37,27 @@ class Version:
     key: Mapping[str, Any]
     before: Mapping[str, Any]
     after: Mapping[str, Any]
+    gap: Gap | None = None  # the version crosses this gap: a snapshot's difference, not a record's change
+
+
+    def as_json(self) -> dict[str, Any]:
+        """The one JSON shape of a version: `kraftlake history --json` prints it, the explorer's API returns it."""
+        line = {"offset": self.offset, "time": iso_time(self.time_ms), "change": self.change,
+                "key": dict(self.key), "before": dict(self.before), "after": dict(self.after)}
+        if self.gap is not None:
+            line["across_gap"] = gap_note(self.gap)
+        return line
+
+
+def gap_note(gap: Gap) -> str:
+    """What a change across `gap` is, in one phrase (history and changes say the same)."""
+    return (f"offsets {gap.first}..{gap.last} were deleted by Kafka before they were read: this is the snapshot's "
+            f"difference, not a sequence of records")
+
+
+def iso_time(time_ms: int) -> str:
+    """An append time as ISO-8601 UTC with milliseconds ("" when unknown, -1)."""
+    return "" if time_ms < 0 else datetime.fromtimestamp(time_ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass(frozen=True)
@@ -83,7 +106,9 @@ class KeyParser:
                 mechanisms = [Where("mechanism", "=", mechanism)] if mechanism else []
                 return AnyOf.of([[Where("user", "=", user), *mechanisms]])
             case _:
-                return AnyOf.of([[Where(TABLES[table].key[0], "=", text)]])
+                column = TABLES[table].schema.field(TABLES[table].key[0])
+                value: str | int = self._int(text, f"a {column.name}") if pa.types.is_integer(column.type) else text
+                return AnyOf.of([[Where(column.name, "=", value)]])
 
     def _int(self, text: str, what: str) -> int:
         try:
@@ -164,10 +189,11 @@ def versions(rows: pa.Table, key: Sequence[str]) -> list[tuple[int, str, dict, d
     return result
 
 
-def change_lines(table: str, history: pa.Table, changes: pa.Table) -> pa.Array:
+def change_lines(table: str, history: pa.Table, changes: pa.Table, gaps: Sequence[Gap] = ()) -> pa.Array:
     """`changes` (history rows of `table`) as JSON lines of table / offset / change / key / before / after,
     each compared with the same key's version before it (`history`: every version of the changed keys up to
-    the last change), written from the columns (`kraftlake changes`)."""
+    the last change), written from the columns (`kraftlake changes`). A change at the snapshot that bridged
+    one of `gaps` is that snapshot's difference, not a record's: its line says so (`across_gap`)."""
     key = TABLES[table].key
     diff = _diff(history, key)
     shown = diff.kept & pc.is_in(diff.rows["from_offset"], changes["from_offset"]).to_numpy(zero_copy_only=False)
@@ -180,7 +206,12 @@ def change_lines(table: str, history: pa.Table, changes: pa.Table) -> pa.Array:
                      {c: listed[shown] & (change != 2) for c, listed in diff.listed.items()})
     keys = objects_text({c: diff.rows[c].take(rows) for c in key}, JSON_LINES, 0)
     kind = pa.array(np.array(CHANGES, dtype=object)[change], TEXT)
-    return concat('{"after": ', after, ', "before": ', before, ', "change": "', kind, '", "key": ', keys,
+    offsets = diff.rows["from_offset"].take(rows)
+    across = pa.array([""] * len(offsets), TEXT)
+    for gap in gaps:
+        note = f'"across_gap": {json.dumps(gap_note(gap))}, '
+        across = pc.if_else(pc.equal(offsets, gap.snapshot_end_offset - 1), pa.scalar(note, TEXT), across)
+    return concat('{', across, '"after": ', after, ', "before": ', before, ', "change": "', kind, '", "key": ', keys,
                   ', "offset": ', pc.cast(diff.rows["from_offset"].take(rows), TEXT), ", \"table\": ",
                   json.dumps(table), "}\n")
 

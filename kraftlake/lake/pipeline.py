@@ -29,8 +29,10 @@ visibility, and the first image from recent batches (or `flush()`) publishes eve
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Protocol
 
 from kraftlake.image_schema.changes import ChangeRecorder, RowVersion
@@ -39,13 +41,16 @@ from kraftlake.lake.maintenance import MaintenancePolicy
 from kraftlake.lake.sink import DeltaSink
 from kraftlake.lake.source import SourceIdentity
 from kraftlake.lake.warehouse import Warehouse
-from kraftlake.lake.writes import PublishedImage
+from kraftlake.lake.writes import LoadedBatch, PublishedImage
 from kraftlake.records import RecordBatch, SnapshotId
 from kraftlake.records.headers import epoch_regression
 from kraftlake.replay.delta import MetadataDelta
 from kraftlake.replay.errors import ReplayError
 from kraftlake.replay.image import MetadataImage
 from kraftlake.replay.loader import BatchLoader, Manifest
+from kraftlake.replay.visibility import BatchPublishes, Gap
+
+log = logging.getLogger(__name__)
 
 CATCH_UP_LAG_MS = 60_000  # a batch appended longer ago than this is backlog
 MAX_HELD_VERSIONS = 500_000  # row versions held back at most (memory: a few hundred bytes each)
@@ -80,7 +85,9 @@ class MetadataPipeline:
         self.hold_gaps = hold_gaps
         self.held: dict[int, RecordBatch] = {}  # batches beyond a gap, by base offset
         self._latest: PublishedImage | None = None
-        self._batches: list[RecordBatch] = []
+        self._in_batch: list[int] = []  # offsets published while the current batch loads
+        self._batches: list[LoadedBatch] = []
+        self.gaps: list[Gap] = []  # gaps this pipeline recorded
 
     @property
     def loaded_offset(self) -> int:
@@ -93,6 +100,7 @@ class MetadataPipeline:
 
     def _published(self, delta: MetadataDelta, image: MetadataImage, manifest: Manifest) -> None:
         self._latest = PublishedImage(image.provenance, manifest.snapshot, image)
+        self._in_batch.append(image.provenance.offset)
 
     def load(self, batch: RecordBatch, source: str | None = None) -> bool:
         """Replay `batch` (and any held batch it unblocks); False when it is a duplicate or held."""
@@ -116,24 +124,39 @@ class MetadataPipeline:
     def _replay(self, batch: RecordBatch, source: str | None) -> None:
         if (reason := epoch_regression(self.loader.last_epoch, batch.partition_leader_epoch)) is not None:
             raise ReplayError(reason, offset=batch.base_offset, source=source)
-        self.loader.load_batch(batch, source)
-        self._batches.append(batch)
+        before = self.loader.published
+        self._in_batch = []
+        self.loader.load_commit(batch, source)
+        in_force = None if before is None else before.provenance.offset
+        publishes = BatchPublishes(batch.base_offset, batch.last_offset, tuple(self._in_batch), in_force)
+        self._batches.append(LoadedBatch(batch, publishes))
 
     def load_snapshot(
         self, batches: Iterable[RecordBatch], snapshot_id: SnapshotId, source: str
     ) -> PublishedImage | None:
         """Replace the image by a snapshot's and publish it as such (its `images` row says snapshot), after
         committing what the log made visible before it (its own image); a snapshot the log loaded is
-        already past is skipped (None)."""
-        if snapshot_id.end_offset - 1 <= self.loaded_offset:
+        already past is skipped (None). A snapshot that ends past the next offset while history exists (loaded
+        here, or in the warehouse: a source resumed) bridges offsets never read (Kafka deleted them): that gap
+        is recorded with its image."""
+        end = snapshot_id.end_offset - 1
+        if end <= self.loaded_offset:
             return None
         self.commit()
+        gap = None
+        read_through = max(self.loaded_offset, self.sink.history_through())
+        if read_through >= 0 and end - 1 > read_through:
+            gap = Gap(read_through + 1, end - 1, snapshot_id.end_offset, snapshot_id.epoch, int(time.time() * 1000))
+            self.gaps.append(gap)
+            log.warning("gap recorded in %s: %s", self.sink.warehouse.uri, gap.describe())
         self.loader.load_snapshot(batches, snapshot_id, source)
+        if gap is not None and self._latest is not None:
+            self._latest = replace(self._latest, gap=gap)
         return self._write()
 
     def commit(self) -> PublishedImage | None:
-        """Publish what is visible and write it; returns the image newly published, if any."""
-        self.loader.flush()
+        """Write what the loader published (each batch is a commit of its own); returns the image newly
+        published, if any."""
         return self._write()
 
     def flush(self) -> PublishedImage | None:
@@ -164,4 +187,4 @@ class MetadataPipeline:
         held = len(self._versions)
         if not self.coalesce_backlog or not self._batches or held >= min(MAX_HELD_VERSIONS, self.sink.history_rows):
             return False
-        return self._batches[-1].append_time_ms < time.time() * 1000 - CATCH_UP_LAG_MS
+        return self._batches[-1].batch.append_time_ms < time.time() * 1000 - CATCH_UP_LAG_MS

@@ -12,17 +12,22 @@ Its rules hold for every command (`image`, `changes`, `history`, `sql`, `report`
 - **Time → offset** (`offset_at`): the last offset appended at or before the time, capped at the last
   published image; the snapshot a history starts from counts from its own time. A time before all of it is
   refused (TimeTravelError): no metadata was committed by then.
-- **Image at offset** (`image_at`): the newest image checkpoint at or before it plus the history rows since,
-  read from the tables' latest versions with filters that prune by file statistics, so neither Delta's log
-  retention nor VACUUM takes an offset away and the cost follows the image, not the history. An offset
-  inside an open transaction shows the image without it.
+- **Which image answers an offset** (`answer`): Kafka's rule, written once in `replay.visibility`: the last
+  image published at or before it, from the `batches` row holding it (the images published inside the batch
+  and the one in force before it). Before the first image, past the end and inside a gap (`gaps`) are
+  refused (TimeTravelError naming what is known). A warehouse an older kraftlake wrote (no publish points)
+  is refused with how to rebuild it, never read with the old meaning.
+- **Image at offset** (`image_at`): the answering image's newest image checkpoint at or before it plus the
+  history rows since, read from the tables' latest versions with filters that prune by file statistics, so
+  neither Delta's log retention nor VACUUM takes an offset away and the cost follows the image, not the
+  history. Its provenance is the answering image's; `asked` is the offset asked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -30,21 +35,31 @@ import pyarrow.compute as pc
 from deltalake.exceptions import TableNotFoundError
 
 from kraftlake.image_schema.tables import TABLES
-from kraftlake.lake.errors import TimeTravelError, UnknownKeyError, not_a_warehouse
+from kraftlake.lake.errors import TimeTravelError, UnknownKeyError, WarehouseLayoutError, not_a_warehouse
 from kraftlake.lake.handles import OPEN_TABLES
 from kraftlake.lake.history import KeyParser, Version, change_lines, versions
 from kraftlake.lake.scan import AnyOf, Selection, Where, scan
 from kraftlake.lake.time_travel import ImageRow, WarehouseImage, apply_changes, image_row, one_chunk, some_chunk
 from kraftlake.lake.warehouse import (
     BATCHES,
+    GAPS,
     IMAGE_CHECKPOINTS,
     IMAGES,
     Warehouse,
+    check_current,
     history_name,
     history_schema,
     image_checkpoint_table,
 )
 from kraftlake.replay.image import Provenance
+from kraftlake.replay.visibility import (
+    BatchPublishes,
+    Gap,
+    Known,
+    OffsetNotKnown,
+    gap_holding,
+    image_offset,
+)
 
 READERS = 4  # tables read at once by `image_at`
 
@@ -75,6 +90,7 @@ class WarehouseReader:
     def __init__(self, warehouse: Warehouse) -> None:
         self.warehouse = warehouse
         self.uri = warehouse.uri
+        self._checked = False
 
     # -- the published range ---------------------------------------------------------------------------
 
@@ -103,14 +119,58 @@ class WarehouseReader:
     def latest_image(self) -> ImageRow:
         return self._image(self.published_range()[1])
 
-    def check_covered(self, offset: int) -> None:
-        """Refuse an offset past the last published image or before a snapshot-started history."""
-        first, last = self.published_range()
-        if offset > last:
-            raise TimeTravelError(self.uri, f"offset {offset} is past the last published image (offset {last})")
-        if offset < first and self._starts_at_snapshot(first):
-            raise TimeTravelError(self.uri, f"offset {offset} is before the history this warehouse holds "
-                                            f"(from {first})")
+    def answer(self, offset: int) -> int:
+        """The offset of the published image that answers `offset` (`replay.visibility`); TimeTravelError
+        naming what is known when none does."""
+        answered = self.answers(offset, offset)[0]
+        if isinstance(answered, TimeTravelError):
+            raise answered
+        return answered
+
+    def answers(self, first: int, last: int) -> list[int | TimeTravelError]:
+        """`answer` for every offset from `first` to `last`, from one read of the `batches` rows holding them
+        (what a check at every offset needs: one read, not one per offset)."""
+        first_row, last_row = self.published_range()
+        holding = [Where("base_offset", "<=", last), Where("last_offset", ">=", first)]
+        rows = self.scan(BATCHES, holding, ["base_offset", "last_offset", "published_offsets", "image_before"])
+        batches = sorted((BatchPublishes(r["base_offset"], r["last_offset"], tuple(r["published_offsets"] or ()),
+                                         r["image_before"]) for r in rows.to_pylist()), key=lambda b: b.base_offset)
+        images = self.scan(IMAGES, [Where("offset", ">=", first), Where("offset", "<=", last)], ["offset"])
+        snapshots = {offset: BatchPublishes(offset, offset, (offset,), None) for offset in images["offset"].to_pylist()}
+        known = Known(first_row, max(last_row, self._last_batch_offset()), last_row, self.gaps())
+        found: list[int | TimeTravelError] = []
+        at = 0
+        for offset in range(first, last + 1):
+            while at < len(batches) and batches[at].last_offset < offset:
+                at += 1
+            batch = batches[at] if at < len(batches) and batches[at].base_offset <= offset else snapshots.get(offset)
+            try:
+                found.append(image_offset(offset, batch, known))
+            except OffsetNotKnown:
+                known = replace(known, first_image=self._first_publish(first_row))  # worded with the true first
+                try:
+                    found.append(image_offset(offset, batch, known))
+                except OffsetNotKnown as error:
+                    found.append(TimeTravelError(self.uri, str(error)))
+        return found
+
+    def _first_publish(self, first_row: int) -> int:
+        """The first image published (the first `images` row may come later: images held while catching up
+        are published through their history, not an `images` row each). Read only to word a refusal."""
+        rows = self.scan(BATCHES, [Where("base_offset", "<=", first_row)], ["published_offsets"])
+        offsets = [offset for published in rows["published_offsets"].to_pylist() for offset in published or ()]
+        return min([first_row, *offsets])
+
+    def gaps(self) -> list[Gap]:
+        """Every gap the warehouse recorded, oldest first (a small table: one row per gap)."""
+        rows = self.scan(GAPS).sort_by("first_offset").to_pylist()
+        return [Gap(r["first_offset"], r["last_offset"], r["snapshot_end_offset"], r["snapshot_epoch"],
+                    r["noticed_at_ms"]) for r in rows]
+
+    def _last_batch_offset(self) -> int:
+        with OPEN_TABLES.latest(self.warehouse, BATCHES) as table:
+            actions = pa.table(table.get_add_actions(flatten=True))
+        return pc.max(actions["max.last_offset"]).as_py() if actions.num_rows else -1
 
     # -- time -> offset -------------------------------------------------------------------------------
 
@@ -145,20 +205,19 @@ class WarehouseReader:
     def image_at(self, offset: int) -> WarehouseImage:
         """Each sub-image table at `offset`. The bookkeeping tables are read side by side (`images` and
         `batches` commit with every image, so opening them costs the most), then the sub-image tables."""
+        asked, offset = offset, self.answer(offset)
         with ThreadPoolExecutor(max_workers=READERS) as readers:  # delta-rs and Arrow release the GIL
             base = readers.submit(self._image_checkpoint_at, offset)
             provenance = readers.submit(self._provenance, offset)
-            self.check_covered(offset)
             since = base.result()
             tables = readers.map(lambda name: self._table_at(name, since, offset), TABLES)
-            return WarehouseImage(provenance.result(), dict(zip(TABLES, tables, strict=True)))
+            return WarehouseImage(provenance.result(), dict(zip(TABLES, tables, strict=True)), asked)
 
     def image_reads(self, offset: int | None = None) -> ImageReads:
         """The Delta reads (each table's version chosen now) that make the image at `offset` (None: the last
         published one) and every other table up to the last published image: what `kraftlake.analytics.views` reads."""
         last = self.published_range()[1]
-        offset = last if offset is None else offset
-        self.check_covered(offset)
+        offset = last if offset is None else self.answer(offset)
         since = self._image_checkpoint_at(offset)
         image = {}
         for name in TABLES:
@@ -169,13 +228,17 @@ class WarehouseReader:
         others = {history_name(name): self._read(history_name(name), published) for name in TABLES}
         others[BATCHES] = self._read(BATCHES, [Where("base_offset", "<=", last)])
         others[IMAGES] = self._read(IMAGES, [Where("offset", "<=", last)])
+        others[GAPS] = self._read(GAPS, [Where("last_offset", "<=", last)])
         return ImageReads(offset, image, others)
 
     # -- history and changes --------------------------------------------------------------------------
 
     def changes(self, from_offset: int, to_offset: int) -> dict[str, pa.Table]:
-        """Per table, the row versions that start in (from_offset, to_offset], in offset order."""
-        self.check_covered(to_offset)
+        """Per table, the row versions that start in (from_offset, to_offset], in offset order (a version at a
+        gap's snapshot is that snapshot's difference: `gaps_between` says which)."""
+        self.answer(to_offset)
+        if (gap := gap_holding(from_offset, self.gaps())) is not None:
+            raise TimeTravelError(self.uri, f"offset {from_offset} is unknown: {gap.describe()}")
         return {
             name: one_chunk(self.scan(history_name(name), self._history_since(from_offset, to_offset))
                             .sort_by("from_offset").cast(history_schema(name)))
@@ -187,7 +250,7 @@ class WarehouseReader:
         key = TABLES[table].key
         wanted = [Where(key[0], "in", pc.unique(changes[key[0]]).to_pylist()),
                   Where("from_offset", "<=", pc.max(changes["from_offset"]).as_py())]
-        return change_lines(table, self.history_rows(table, wanted), changes)
+        return change_lines(table, self.history_rows(table, wanted), changes, self.gaps())
 
     def history(self, table: str, key_text: str, from_offset: int | None = None,
                 to_offset: int | None = None) -> list[Version]:
@@ -198,7 +261,9 @@ class WarehouseReader:
         found = [v for v in versions(self._key_rows(table, parser.filters(table, key_text)), key)
                  if (from_offset is None or v[0] > from_offset) and (to_offset is None or v[0] <= to_offset)]
         times = self.offset_times([v[0] for v in found])
-        return [Version(offset, times[offset], change, k, before, after) for offset, change, k, before, after in found]
+        crossing = {gap.snapshot_end_offset - 1: gap for gap in self.gaps()}
+        return [Version(offset, times[offset], change, k, before, after, crossing.get(offset))
+                for offset, change, k, before, after in found]
 
     def topic_ids(self, name_or_id: str) -> list[str]:
         """Every topic id that ever had this name (a topic deleted and recreated has several), else the id."""
@@ -233,12 +298,25 @@ class WarehouseReader:
 
     def _images_files(self) -> pa.Table:
         """The add actions (flattened) of `images`' files: their offset statistics bound what the warehouse
-        can answer for without a scan."""
+        can answer for without a scan. The first call also refuses a warehouse of an older layout."""
         try:
             with OPEN_TABLES.latest(self.warehouse, IMAGES) as images:
-                return pa.table(images.get_add_actions(flatten=True))
+                files = pa.table(images.get_add_actions(flatten=True))
+            if not self._checked:
+                self._check_current()
+            return files
         except TableNotFoundError as error:
             raise not_a_warehouse(self.uri) from error
+
+    def _check_current(self) -> None:
+        try:
+            check_current(self.warehouse)
+            with OPEN_TABLES.latest(self.warehouse, GAPS):
+                pass
+        except TableNotFoundError:
+            raise WarehouseLayoutError(self.uri, "written by an older kraftlake (no gaps table): rebuild it "
+                                                 "(ingest or publish the log again into a new warehouse)") from None
+        self._checked = True
 
     def _image(self, offset: int) -> ImageRow:
         return image_row(self.scan(IMAGES, [Where("offset", "=", offset)]).to_pylist()[0])
@@ -278,7 +356,8 @@ class WarehouseReader:
         return [Where("from_offset", ">", after), Where("from_offset", "<=", through)]
 
     def _provenance(self, offset: int) -> Provenance:
-        """Epoch and append time of the batch holding `offset` (or of the snapshot image ending there)."""
+        """The provenance of the image published at `offset`: the epoch and append time of the batch holding
+        it, aligned if it ends the batch (or the snapshot image's own)."""
         holding = [Where("base_offset", "<=", offset), Where("last_offset", ">=", offset)]
         found = self.scan(BATCHES, holding, ["last_offset", "epoch", "append_time_ms"]).to_pylist()
         if found:

@@ -47,8 +47,7 @@ from kraftlake.lake.warehouse import (
     partition_columns,
     writer_properties,
 )
-from kraftlake.lake.writes import DELETED, PublishedImage, TableWrite, batch_row, prepare
-from kraftlake.records import RecordBatch
+from kraftlake.lake.writes import DELETED, LoadedBatch, PublishedImage, TableWrite, batch_row, prepare
 from kraftlake.replay.image import Provenance
 
 WriteMode = Literal["append", "overwrite"]
@@ -103,11 +102,13 @@ class DeltaSink:
             found += table.to_pyarrow_table(filters=[("base_offset", "=", first_offset)]).to_pylist()
         return list({row["base_offset"]: row for row in found}.values())
 
-    def _check_anchors(self, batches: Sequence[RecordBatch]) -> None:
+    def _check_anchors(self, batches: Sequence[LoadedBatch]) -> None:
         """Refuse a log that differs from the warehouse's at an offset both hold (before anything is written)."""
-        for batch in batches if self._anchors else ():
+        for batch, _ in batches if self._anchors else ():
             for row in [row for row in self._anchors if batch.base_offset <= row["base_offset"] <= batch.last_offset]:
-                check_batch(self.warehouse.uri, self._held or SourceIdentity(), self.source, row, batch_row(batch))
+                read = batch_row(batch)
+                stored = {column: row[column] for column in read}
+                check_batch(self.warehouse.uri, self._held or SourceIdentity(), self.source, stored, read)
                 self._anchors.remove(row)
 
     def _commit(self, name: str, offset: int, provenance: Provenance) -> CommitProperties:
@@ -124,6 +125,10 @@ class DeltaSink:
             app_transactions=transactions,
         )
 
+    def history_through(self) -> int:
+        """The last offset the warehouse's history covers (-1: none): its batches, or a snapshot image."""
+        return max(self.tables.written_through(BATCHES), self.tables.last_published())
+
     @property
     def history_rows(self) -> int:
         """History rows written through the last image, all tables."""
@@ -137,7 +142,7 @@ class DeltaSink:
         return int(found["history_rows"][0].as_py()) if found.num_rows else 0
 
     def write(
-        self, image: PublishedImage | None, versions: Sequence[RowVersion], batches: Sequence[RecordBatch]
+        self, image: PublishedImage | None, versions: Sequence[RowVersion], batches: Sequence[LoadedBatch]
     ) -> bool:
         """Make `image` (None: nothing published, e.g. a transaction still open) and its rows durable.
         True when this call added the image's `images` row (False: nothing new to publish). A commit that
@@ -169,7 +174,7 @@ class DeltaSink:
                 self._history_rows = self._last_image_history_rows()
 
     def prepare(
-        self, image: PublishedImage | None, versions: Sequence[RowVersion], batches: Sequence[RecordBatch]
+        self, image: PublishedImage | None, versions: Sequence[RowVersion], batches: Sequence[LoadedBatch]
     ) -> list[TableWrite]:
         """The Arrow data of every commit `write` makes, in order (`kraftlake.lake.writes`), after checking the batches
         against the warehouse's."""

@@ -30,10 +30,12 @@ class ImageRow:
 
 @dataclass(frozen=True)
 class WarehouseImage:
-    """Each sub-image table at one offset, as Arrow, with the provenance of that offset."""
+    """Each sub-image table of the image that answers offset `asked`, as Arrow, with that image's provenance
+    (where it was published: `asked` or before)."""
 
     provenance: Provenance
     tables: Mapping[str, pa.Table]
+    asked: int
 
     def to_image(self) -> MetadataImage:
         return image_from_rows({name: table.to_pylist() for name, table in self.tables.items()}, self.provenance)

@@ -6,7 +6,9 @@
     <uri>/<table>_checkpoints   the table's full rows at each image checkpoint, tagged `checkpoint_offset`
     <uri>/checkpoints           one row per complete image checkpoint (written after its tables' rows)
     <uri>/images                one row per published image, naming the Delta version of every table
-    <uri>/batches               one row per Raft batch: offsets, epoch, append time (provenance at any offset)
+    <uri>/batches               one row per Raft batch: offsets, epoch, append time, the images published in
+                                it and the one in force before it (which image answers any offset)
+    <uri>/gaps                  one row per gap: offsets Kafka deleted before the source read them
     <uri>/source                the one source the warehouse holds (`kraftlake.lake.source`), written at its first write
 
 (Image checkpoints are kraftlake's own, `IMAGE_CHECKPOINTS` and `image_checkpoint_table()` here; not Delta's
@@ -46,6 +48,7 @@ from kraftlake.lake.source import SOURCE, SOURCE_SCHEMA
 
 IMAGES = "images"
 BATCHES = "batches"
+GAPS = "gaps"
 IMAGE_CHECKPOINTS = "checkpoints"
 
 IMAGES_SCHEMA = pa.schema([
@@ -67,6 +70,19 @@ BATCHES_SCHEMA = pa.schema([
     ("record_count", pa.int32()),
     ("control", pa.bool_()),
     ("size_bytes", pa.int32()),
+    # visibility (`replay.visibility`): the images published inside the batch, and the one in force at its
+    # start (null: none yet), so this one row answers any offset in the batch
+    ("published_offsets", pa.list_(pa.int64())),
+    ("image_before", pa.int64()),
+])
+
+# offsets a source never read (Kafka deleted them first), bridged by a snapshot (`replay.visibility.Gap`)
+GAPS_SCHEMA = pa.schema([
+    ("first_offset", pa.int64()),
+    ("last_offset", pa.int64()),
+    ("snapshot_end_offset", pa.int64()),
+    ("snapshot_epoch", pa.int32()),
+    ("noticed_at_ms", pa.int64()),
 ])
 
 IMAGE_CHECKPOINTS_SCHEMA = pa.schema([
@@ -182,7 +198,7 @@ def offset_column(name: str) -> str | None:
         return HISTORY_COLUMNS[0].name
     if any(name == image_checkpoint_table(table) for table in TABLES):
         return IMAGE_CHECKPOINT_COLUMN.name
-    return {BATCHES: "base_offset", SOURCE: "first_offset"}.get(name, "offset")
+    return {BATCHES: "base_offset", SOURCE: "first_offset", GAPS: "last_offset"}.get(name, "offset")
 
 
 def all_tables() -> dict[str, pa.Schema]:
@@ -193,6 +209,7 @@ def all_tables() -> dict[str, pa.Schema]:
         tables[history_name(name)] = history_schema(name)
         tables[image_checkpoint_table(name)] = image_checkpoint_schema(name)
     tables[BATCHES] = BATCHES_SCHEMA
+    tables[GAPS] = GAPS_SCHEMA
     tables[IMAGE_CHECKPOINTS] = IMAGE_CHECKPOINTS_SCHEMA
     tables[SOURCE] = SOURCE_SCHEMA
     tables[IMAGES] = IMAGES_SCHEMA
@@ -247,6 +264,8 @@ class Warehouse:
         created first is taken as it is)."""
         if self.is_local:
             Path(self.uri).mkdir(parents=True, exist_ok=True)
+        if self.exists():
+            check_current(self)
         for name, schema in all_tables().items():
             if not DeltaTable.is_deltatable(self.table_uri(name), storage_options=self._options()):
                 self._create_table(name, schema)
@@ -275,6 +294,18 @@ class Warehouse:
 
     def table(self, name: str, version: int | None = None) -> DeltaTable:
         return DeltaTable(self.table_uri(name), version=version, storage_options=self._options())
+
+
+def check_current(warehouse: Warehouse) -> None:
+    """Refuse a warehouse written before row versions were stamped with the offset of the image they became
+    visible in (per record before): its history answers offsets inside batches with states no Kafka node
+    held, and which records were batched or in a transaction is not stored, so it cannot be migrated."""
+    names = {field.name for field in warehouse.table(BATCHES).schema().fields}
+    if "published_offsets" not in names:
+        raise WarehouseLayoutError(
+            warehouse.uri, "written by an older kraftlake (history per record, no publish points): rebuild it "
+            "(ingest or publish the log again into a new warehouse)"
+        )
 
 
 def _check_protocol(uri: str, table: DeltaTable) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,9 +18,18 @@ from kraftlake.image_schema.changes import RowVersion
 from kraftlake.image_schema.tables import TABLES, Row
 from kraftlake.lake.maintenance import MaintenancePolicy
 from kraftlake.lake.sink_tables import SinkTables
-from kraftlake.lake.warehouse import BATCHES, BATCHES_SCHEMA, HISTORY_COLUMNS, history_name, with_buckets
+from kraftlake.lake.warehouse import (
+    BATCHES,
+    BATCHES_SCHEMA,
+    GAPS,
+    GAPS_SCHEMA,
+    HISTORY_COLUMNS,
+    history_name,
+    with_buckets,
+)
 from kraftlake.records import RecordBatch
 from kraftlake.replay.image import MetadataImage, Provenance
+from kraftlake.replay.visibility import BatchPublishes, Gap
 
 DELETED = "_deleted"
 
@@ -29,6 +39,14 @@ class PublishedImage:
     provenance: Provenance
     snapshot: bool = False
     image: MetadataImage | None = None  # the image itself, for a checkpoint when one is due
+    gap: Gap | None = None  # a snapshot image that bridges offsets never read: written with it
+
+
+class LoadedBatch(NamedTuple):
+    """A Raft batch as loaded: its publishes say which image answers each of its offsets."""
+
+    batch: RecordBatch
+    publishes: BatchPublishes
 
 
 @dataclass(frozen=True)
@@ -56,12 +74,18 @@ def batch_row(batch: RecordBatch) -> Row:
     }
 
 
+def loaded_batch_row(loaded: LoadedBatch) -> Row:
+    """A `batches` row: the batch and its publishes."""
+    return {**batch_row(loaded.batch), "published_offsets": list(loaded.publishes.published),
+            "image_before": loaded.publishes.in_force_before}
+
+
 def prepare(
     tables: SinkTables,
     policy: MaintenancePolicy,
     image: PublishedImage | None,
     versions: Sequence[RowVersion],
-    batches: Sequence[RecordBatch],
+    batches: Sequence[LoadedBatch],
 ) -> list[TableWrite]:
     """The Arrow data of every commit an image's write makes, in order, leaving out what the tables hold."""
     writes: list[TableWrite] = []
@@ -70,6 +94,8 @@ def prepare(
         writes.append(batch_write)
     if image is None:
         return writes
+    if image.gap is not None and tables.written_through(GAPS) < image.gap.last:
+        writes.append(_gap_write(image.gap, image.provenance))
     by_table: dict[str, list[RowVersion]] = {}
     for version in versions:
         by_table.setdefault(version.table, []).append(version)
@@ -78,12 +104,18 @@ def prepare(
     return writes
 
 
-def _batches_write(tables: SinkTables, batches: Sequence[RecordBatch]) -> TableWrite | None:
+def _gap_write(gap: Gap, provenance: Provenance) -> TableWrite:
+    row = {"first_offset": gap.first, "last_offset": gap.last, "snapshot_end_offset": gap.snapshot_end_offset,
+           "snapshot_epoch": gap.snapshot_epoch, "noticed_at_ms": gap.noticed_at_ms}
+    return TableWrite(GAPS, pa.Table.from_pylist([row], schema=GAPS_SCHEMA), gap.last, provenance, "sink.after_gap")
+
+
+def _batches_write(tables: SinkTables, batches: Sequence[LoadedBatch]) -> TableWrite | None:
     through = tables.written_through(BATCHES)
-    rows = [batch_row(b) for b in batches if b.last_offset > through]
+    rows = [loaded_batch_row(b) for b in batches if b.batch.last_offset > through]
     if not rows:
         return None
-    last = batches[-1]
+    last = batches[-1].batch
     provenance = Provenance(last.last_offset, last.partition_leader_epoch, last.append_time_ms, True)
     data = pa.Table.from_pylist(rows, schema=BATCHES_SCHEMA)
     return TableWrite(BATCHES, data, last.last_offset, provenance, "sink.after_batches")

@@ -5,7 +5,10 @@ naming the file and the key; the CLI turns it into one line on stderr and exit c
 from kraftlake.settings.controller import AdminSettings, ControllerFile, PublisherSettings, load_controller_file
 from kraftlake.settings.errors import SettingsError
 from kraftlake.settings.kraftlake import (
+    DEFAULT_STALL_SECONDS,
     DEFAULT_TOPIC,
+    MIN_STALL_SECONDS,
+    FollowSettings,
     KafkaSettings,
     KraftlakeSettings,
     MaterializeSettings,
@@ -16,9 +19,12 @@ from kraftlake.settings.quorum import DEFAULT_SEGMENT_BYTES, QuorumSettings, loa
 
 __all__ = [
     "DEFAULT_SEGMENT_BYTES",
+    "DEFAULT_STALL_SECONDS",
     "DEFAULT_TOPIC",
+    "MIN_STALL_SECONDS",
     "AdminSettings",
     "ControllerFile",
+    "FollowSettings",
     "KafkaSettings",
     "KraftlakeSettings",
     "MaterializeSettings",

@@ -12,6 +12,7 @@ place. `$KRAFTLAKE_JARS` moves the root (default `build/jars` in the checkout).
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import re
 import sys
@@ -61,9 +62,37 @@ def classpath(*jar_sets: str) -> str:
 def spark_conf() -> dict[str, str]:
     """What every SparkSession of the project sets: Delta's extension and catalog, and the `spark` set on the
     driver's and the executors' class paths. A class path, not `spark.jars`: the AWS SDK bundle that
-    `s3a://` needs is ~0.6 GB, which `spark.jars` would copy to every executor of a local cluster."""
+    `s3a://` needs is ~0.6 GB, which `spark.jars` would copy to every executor of a local cluster.
+    Under spark-submit the JVM runs already, its class path set by the command line (`--packages` or the
+    flags `python -m kraftlake.settings.spark` prints): then only Delta's settings."""
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        return dict(DELTA_SPARK_CONF)
     path = str(jar_dir("spark") / "*")
     return {"spark.driver.extraClassPath": path, "spark.executor.extraClassPath": path, **DELTA_SPARK_CONF}
+
+
+def spark_packages(s3: bool = False) -> list[str]:
+    """The `spark` set as Maven coordinates for `spark-submit --packages`: Delta Lake and Spark's Kafka source
+    (and hadoop-aws with `s3`) at the versions this install runs, read from the installed pyspark (Spark's and
+    Hadoop's versions, the Scala build) and delta-spark (Delta's): the versions pyproject.toml pins, which
+    java/spark/pom.xml repeats for `make jars` (tests/settings/test_jars.py holds the two together)."""
+    pyspark_jars = Path(str(importlib.metadata.distribution("pyspark").locate_file("pyspark/jars")))
+    shipped = {artifact_name(jar.name): jar.name for jar in pyspark_jars.glob("*.jar")}
+    spark = importlib.metadata.version("pyspark")
+    scala = ".".join(_version(shipped["scala-library"]).split(".")[:2])
+    spark_minor = ".".join(spark.split(".")[:2])
+    packages = [
+        f"io.delta:delta-spark_{spark_minor}_{scala}:{importlib.metadata.version('delta-spark')}",
+        f"org.apache.spark:spark-sql-kafka-0-10_{scala}:{spark}",
+    ]
+    if s3:
+        packages.append(f"org.apache.hadoop:hadoop-aws:{_version(shipped['hadoop-client-api'])}")
+    return packages
+
+
+def _version(jar: str) -> str:
+    """`scala-library-2.13.18.jar` → `2.13.18`."""
+    return jar.removesuffix(".jar").removeprefix(artifact_name(jar) + "-")
 
 
 def artifact_name(jar: str) -> str:

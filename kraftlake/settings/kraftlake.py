@@ -1,17 +1,22 @@
 """`conf/kraftlake.toml`: the defaults of the CLI and the streaming job ([kafka], [materialize],
-[warehouse]); every value can be overridden by a flag of the same name."""
+[warehouse], [follow]); every value can be overridden by a flag of the same name."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from kraftlake.settings.errors import SettingsError
 from kraftlake.settings.loader import read_toml, validate
 
 DEFAULT_CONFIG = Path("conf/kraftlake.toml")
 DEFAULT_TOPIC = "kraftlake-metadata"  # Apache Kafka refuses __cluster_metadata as a user topic's name
+# A follower whose position has not moved for this long while the quorum's high watermark is ahead of it (or
+# whose source has not answered for this long) is STALLED: it reconnects, and `follow --status` says so.
+DEFAULT_STALL_SECONDS = 30.0
+# Below this a healthy follower could look stalled between two of its status writes and a leader's 500 ms wait.
+MIN_STALL_SECONDS = 3.0
 
 
 class KafkaSettings(BaseModel):
@@ -42,12 +47,21 @@ class WarehouseSettings(BaseModel):
     storage_options: dict[str, str] = {}
 
 
+class FollowSettings(BaseModel):
+    """`kraftlake follow` and `publish --follow`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stall_seconds: float = Field(default=DEFAULT_STALL_SECONDS, ge=MIN_STALL_SECONDS)
+
+
 class KraftlakeSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kafka: KafkaSettings = KafkaSettings()
     materialize: MaterializeSettings = MaterializeSettings()
     warehouse: WarehouseSettings = WarehouseSettings()
+    follow: FollowSettings = FollowSettings()
 
 
 def load_kraftlake(path: Path | None = None) -> KraftlakeSettings:

@@ -18,7 +18,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from kraftlake.settings.jars import spark_conf
+from kraftlake.settings.jars import REPO, MissingJarsError, spark_conf, spark_packages
 
 # Delta reconstructs a table's state (its last checkpoint and the commits since) in this many Spark tasks.
 # Its default, 50, is for logs of millions of actions; kraftlake prunes each log to about a hundred
@@ -53,6 +53,35 @@ def session_builder(app_name: str, master: str | None = None, conf: Mapping[str,
     for key, value in {**session_conf(), **(conf or {})}.items():
         builder = builder.config(key, value)
     return builder
+
+
+# A class of each jar a job needs, and what it is: missing, py4j hands back a package, and the first call of
+# it fails with "TypeError: 'JavaPackage' object is not callable".
+JOB_CLASSES = {
+    "io.delta.sql.DeltaSparkSessionExtension": "Delta Lake",
+    "org.apache.spark.sql.kafka010.KafkaSourceProvider": "Spark's Kafka source",
+}
+IVY_SETTINGS = REPO / "conf" / "ivysettings.xml"
+
+
+def require_job_jars(spark: Any) -> None:
+    """Raise `MissingJarsError`, in one line naming what is missing and the exact fix, when Delta Lake or
+    Spark's Kafka source is not on `spark`'s class path (a spark-submit without the project's jars)."""
+    from py4j.java_gateway import JavaClass
+
+    missing = []
+    for name, what in JOB_CLASSES.items():
+        found: Any = spark.sparkContext._jvm
+        for part in name.split("."):
+            found = getattr(found, part)
+        if not isinstance(found, JavaClass):
+            missing.append(what)
+    if missing:
+        raise MissingJarsError(
+            f"{' and '.join(missing)} not on Spark's class path: run spark-submit with "
+            f"--packages {','.join(spark_packages())} --conf spark.jars.ivySettings={IVY_SETTINGS} "
+            "(from Maven Central), or, after `make jars`, with the flags `python -m kraftlake.settings.spark` prints"
+        )
 
 
 def submit_flags() -> list[str]:

@@ -116,3 +116,21 @@ def test_change_log_shows_before_and_after(views: Any) -> None:
         (25, "configs", "topic:orders min.insync.replicas", "insert", None, "3"),
     ]
     assert rows(views, "SELECT offset, change, key FROM events WHERE kind = 'topics'") == [(7, "insert", "orders")]
+
+
+def test_a_real_multi_record_batch_is_one_step(spark, samples_dir, tmp_path) -> None:
+    """Niloufar1171_LDI-POC's batch 416..469 creates `__consumer_offsets`: a TopicRecord, its configs and 50
+    PartitionRecords all led by broker 1, applied whole by Kafka. The leaders summary steps once, by 50, at
+    the batch's last offset (stamped per record it drew 50 intermediate counts no node ever had)."""
+    from kraftlake.lake.ingest import ingest
+
+    warehouse = Warehouse(tmp_path / "warehouse")
+    ingest(samples_dir / "Niloufar1171_LDI-POC", warehouse)
+    reader = WarehouseReader(warehouse)
+    register_views(spark, reader)
+    steps = rows(spark, "SELECT offset, leaders FROM leaders_per_broker WHERE broker_id = 1 AND offset <= 469 "
+                        "ORDER BY offset")
+    inside = [step for step in steps if step[0] >= 416]
+    before = [step for step in steps if step[0] < 416]
+    assert inside == [(469, (before[-1][1] if before else 0) + 50)]
+    assert all(offset in {row["last_offset"] for row in reader.scan("batches").to_pylist()} for offset, _ in steps)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
-from bench.__main__ import PREAMBLE, available, format_value, render_section, replace_section
+from bench.__main__ import PREAMBLE, REPORT, available, format_value, render_section, replace_section, with_summary
 
 WHEN = datetime.datetime(2026, 1, 2, 3, 4, tzinfo=datetime.UTC)
 
@@ -51,3 +52,24 @@ def test_notes_stay_under_the_table_when_a_section_is_regenerated() -> None:
     report = replace_section(report, "lake", render_section("lake", "Doc.", rows, "CPU", WHEN, notes))
     assert report.count(notes) == 1
     assert report.index("| commit | 0.3 | s |  |") < report.index(notes)
+
+
+def test_the_summary_lists_every_goal_with_its_figure_verdict_machine_and_date() -> None:
+    rows: list[dict[str, Any]] = [
+            {"name": "goal: decode >= 300k records/s", "value": "met", "notes": "312,346 records/s"},
+            {"name": "commit p50", "value": 0.5, "unit": "s", "notes": "0.8x the first (goal <= 1.25x)"},
+            {"name": "open", "value": 0.5, "unit": "s", "notes": "(goal <= 0.3 s)"},
+            {"name": "decode", "value": 1.0, "unit": "s", "notes": "no goal here"}]
+    report = with_summary(replace_section(PREAMBLE, "records", render_section(
+        "records", "", rows, "Test CPU, 2 cores, Python 3.11.7", WHEN)))
+    table = report.split("## records")[0]
+    assert "| records | decode >= 300k records/s | 312,346 records/s | met | Test CPU, 2 cores, 2026-01-02 |" in table
+    assert "| records | commit p50: 0.8x the first (goal <= 1.25x) | 0.5 s | met |" in table
+    assert "| records | open: (goal <= 0.3 s) | 0.5 s | NOT met |" in table
+    assert "no goal here" not in table
+    assert with_summary(report) == report
+
+
+def test_benchmarks_md_opens_with_its_current_summary() -> None:
+    text = REPORT.read_text()
+    assert with_summary(text) == text, "regenerate it: bench.__main__.with_summary"

@@ -11,14 +11,13 @@ import pytest
 
 from kraftlake.bridge.publisher import PublisherConfig, PublishError, resume_offset
 from kraftlake.cli.main import main
-from kraftlake.image_schema.canonical import canonical_json
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
 from kraftlake.records import decode_batch, read_batches
 from kraftlake.records.files import SnapshotId
 from kraftlake.records.topic import decode_key, encode_snapshot_key, snapshot_of
-from kraftlake.replay.log_replay import replay_paths
 from tests.fixtures.broker import create_topic, produce
+from tests.harness.answers import from_warehouse, replayed
 from tests.jobs.metadata_topic import drain, topic_messages
 
 RJM = "rjmfernandes_flink-on-prem/data/__cluster_metadata-0"
@@ -49,8 +48,8 @@ def log_copy(source: Path, target: Path, *, batches: slice) -> Path:
 
 def assert_equals_replay(warehouse: Warehouse, directory: Path, offsets: list[int]) -> None:
     for offset in offsets:
-        from_delta = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
-        from_replay = canonical_json(replay_paths([directory], offset).image, provenance=False)
+        from_delta = from_warehouse(warehouse, offset, provenance=False)
+        from_replay = replayed([directory], offset, provenance=False)
         assert from_delta == from_replay, f"differs at offset {offset}"
 
 

@@ -67,6 +67,22 @@ def test_builds_the_cluster_and_runs_a_mixed_workload(served) -> None:
     assert loader.image.topics == image.topics  # what the controller did is exactly what its log replays to
 
 
+def test_after_the_storm_every_broker_is_back_and_every_partition_led(served) -> None:
+    _, controller, client = served
+    simulator = BrokerSimulator(client, SimulationConfig(brokers=4, topics=4, partitions=5, steps=200, seed=7))
+    simulator.run()
+    for broker in simulator.brokers[:2]:  # crashes and a lost disk, as the demo's workload leaves them
+        simulator.fail_directory(broker.broker_id)
+    simulator.brokers[2].epoch = None
+    simulator.settle(timeout_s=30)
+    image = controller.committed_image
+    assert sorted(image.cluster.brokers) == [0, 1, 2, 3]
+    assert not [b.broker_id for b in image.cluster.brokers.values() if b.fenced or b.in_controlled_shutdown]
+    partitions = [(t.name, p, r) for t in image.topics.by_id.values() for p, r in t.partitions.items()]
+    assert not [(name, p) for name, p, r in partitions if r.leader < 0], "every partition led"
+    assert not [(name, p) for name, p, r in partitions if sorted(r.isr) != sorted(r.replicas)], "none under-replicated"
+
+
 def test_same_seed_same_workload() -> None:
     assert _workload_trace(5) == _workload_trace(5)
     assert _workload_trace(5) != _workload_trace(6)
@@ -92,6 +108,9 @@ class SlowAdmin:
         if operation != "heartbeat":
             time.sleep(self.delay_s)
         return self.admin.call(operation, body)
+
+    def describe(self) -> dict[str, Any]:
+        return self.admin.describe()
 
     def describe_topic(self, name: str) -> dict[str, Any]:
         return self.admin.describe_topic(name)

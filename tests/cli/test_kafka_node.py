@@ -61,6 +61,7 @@ def test_ids_are_kafka_uuids() -> None:
         assert len(base64.urlsafe_b64decode(text + "==")) == 16
 
 
+@pytest.mark.jvm
 def test_a_failing_tool_raises_with_its_output(tmp_path: Path) -> None:
     with pytest.raises(KafkaToolError, match=r"kafka-storage format .* exited with code 1:\n.*") as raised:
         run_tool("kafka-storage", "format", "--config", str(tmp_path / "missing.properties"), "--cluster-id", "x")

@@ -75,15 +75,21 @@ def test_the_edges_answer_the_same_in_every_command(spark, warehouse: Warehouse,
                              table)[1].splitlines()) for table in ("features", "brokers")}
     assert sql(capsys, uri, "--at-time", str(after)) == counts
 
-    # Inside the bootstrap transaction: invisible until its End, in every command.
-    features = [run(capsys, "image", "--warehouse", uri, "--at-offset", str(n), "--table", "features")[1]
-                for n in (0, IN_TRANSACTION, END_TRANSACTION)]
-    assert features[0] == features[1] == "" and "metadata.version" in features[2]
-    for through, visible in ((IN_TRANSACTION, False), (END_TRANSACTION, True)):
-        code, lines, _ = run(capsys, "changes", "--warehouse", uri, "--from", "0", "--to", str(through),
-                             "--table", "features")
-        assert code == 0 and bool(lines) is visible
-        code, versions, _ = run(capsys, "history", "--warehouse", uri, "--table", "features", "--key",
-                                "metadata.version", "--json", "--to", str(through))
-        assert code == 0 and bool(versions) is visible
-        assert sql(capsys, uri, "--at-offset", str(through))["features"] == int(visible)
+    # Inside the bootstrap transaction: no image is published before its End (Kafka's rule), so every command
+    # that reads an image refuses with the same line; history has no version before it.
+    before_first = f"{uri}: offset {IN_TRANSACTION} is before the first published image (offset {END_TRANSACTION})"
+    refusals = {
+        run(capsys, "image", "--warehouse", uri, "--at-offset", str(IN_TRANSACTION), "--table", "features"),
+        run(capsys, "changes", "--warehouse", uri, "--from", "0", "--to", str(IN_TRANSACTION)),
+        run(capsys, "sql", "--warehouse", uri, "--at-offset", str(IN_TRANSACTION), "SELECT 1"),
+    }
+    assert {(code, out, err.split(": ", 1)[1]) for code, out, err in refusals} == {(2, "", before_first)}
+    code, versions, _ = run(capsys, "history", "--warehouse", uri, "--table", "features", "--key",
+                            "metadata.version", "--json", "--to", str(IN_TRANSACTION))
+    assert code == 0 and not versions
+    assert "metadata.version" in run(capsys, "image", "--warehouse", uri, "--at-offset", str(END_TRANSACTION),
+                                     "--table", "features")[1]
+    code, lines, _ = run(capsys, "changes", "--warehouse", uri, "--from", "0", "--to", str(END_TRANSACTION),
+                         "--table", "features")
+    assert code == 0 and lines
+    assert sql(capsys, uri, "--at-offset", str(END_TRANSACTION))["features"] == 1

@@ -1,6 +1,6 @@
 """The two follow modes as users run them (`kraftlake follow`, `kraftlake publish DIR --follow`, each its own
 process), the hard-link archiver that keeps what Kafka's metadata retention deletes (the oracle needs the whole
-log), and what the tests read from a live node's `__cluster_metadata-0`."""
+log), what the tests read from a live node's `__cluster_metadata-0`, and the check that a topic holds it."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from pathlib import Path
 from kraftlake.bridge.publisher import PublisherConfig, read_tail
 from kraftlake.records.batch import read_header
 from kraftlake.records.errors import RecordFormatError
+from kraftlake.records.topic import decode_key, snapshot_of
+from tests.jobs.metadata_topic import topic_messages
 
 REPO = Path(__file__).resolve().parents[2]
 # Node properties for a metadata log Kafka deletes while a test runs: a segment rolled every second, a snapshot
@@ -123,3 +125,21 @@ def wait_published(bootstrap: str, topic: str, offset: int, timeout_s: float = 6
     while read_tail(PublisherConfig(bootstrap, topic)).next_offset <= offset:
         assert time.monotonic() < deadline, f"topic {topic} never reached offset {offset}"
         time.sleep(0.2)
+
+
+def assert_log_in_topic(bootstrap: str, topic: str, node_log: dict[int, bytes], first: int = 0) -> int:
+    """The topic's log messages run from `first` without a gap or a duplicate, each the node's batch at that
+    offset byte for byte (where the node still has it: it deletes what a newer snapshot covers); returns the
+    last offset."""
+    expected = first
+    for message in topic_messages(bootstrap, topic):
+        if snapshot_of(message.key) is not None:
+            continue
+        assert decode_key(message.key) == expected, f"offset {expected} expected, {decode_key(message.key)} found"
+        if expected in node_log:
+            assert message.value == node_log[expected], f"batch at offset {expected} differs from the node's log"
+        else:
+            assert expected < min(node_log), f"the node has no batch at offset {expected}"
+        expected = read_header(message.value, 0, topic).last_offset + 1
+    assert expected - 1 in {read_header(raw, 0, "").last_offset for raw in node_log.values()}, "nothing compared"
+    return expected - 1

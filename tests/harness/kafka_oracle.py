@@ -1,15 +1,18 @@
 """Kafka's own MetadataImage as the oracle for kraftlake's replay.
 
 `java/oracle/src/KafkaImageOracle.java` reads a `__cluster_metadata-0` directory with Kafka 4.4's classes
-(MetadataRecordSerde, RecordsIterator, MetadataBatchLoader, MetadataDelta) and writes Kafka's image at each
-chosen offset as a snapshot file with Kafka's snapshot writer. Here each file is loaded with kraftlake's own
-snapshot loading and compared with kraftlake's reference replay of the same files at the same offset.
+(MetadataRecordSerde, RecordsIterator, MetadataBatchLoader, MetadataDelta) and writes every image Kafka's
+loader publishes (one commit per Raft batch), once, as a snapshot file with Kafka's snapshot writer, with the
+offset from which it is in force. Here each file is loaded with kraftlake's own snapshot loading.
 
 `assert_matches_kafka(log_dir)` is the comparison, for any log (the real samples, our quorum's, a real
-cluster's): as canonical JSON (what `kraftlake replay --json` prints) and as whole images, which also hold
-what the canonical form hides (secret config values, SCRAM salts and keys). Where kraftlake differs from
-Kafka on purpose (`DELIBERATE_DIFFERENCES`), the comparison checks exactly that difference at exactly the
-offsets it applies to, and reports them by name; everything else must be equal.
+cluster's), at EVERY offset of the log: kraftlake's answer there (`replay.visibility` over one in-process
+replay: what `kraftlake replay --to-offset N` answers) is the image Kafka published last at or before it,
+published at the same offset, or both have none. Images are compared as canonical JSON (hashed, what
+`kraftlake replay --json` prints) and as whole images, which also hold what the canonical form hides (secret
+config values, SCRAM salts and keys). Where kraftlake differs from Kafka on purpose
+(`DELIBERATE_DIFFERENCES`), the comparison checks exactly that difference at exactly the offsets it applies
+to, and reports them by name; everything else must be equal.
 
 One real difference is kept on purpose and not projected (a MismatchError in `configs` right after a
 RemoveTopicRecord): Kafka keeps a topic config written in the same commit as the topic's removal (its
@@ -23,19 +26,24 @@ import json
 import re
 import subprocess
 import sys
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kraftlake.image_schema.canonical import canonical_json
+from kraftlake.lake.errors import TimeTravelError
+from kraftlake.lake.reader import WarehouseReader
 from kraftlake.records import RecordBatch
 from kraftlake.records import metadata_types as mt
 from kraftlake.records.files import METADATA_PARTITION_DIR, LogReader
 from kraftlake.records.json_form import is_sensitive_config
+from kraftlake.replay.delta import MetadataDelta
 from kraftlake.replay.image import EMPTY_IMAGE, SUB_IMAGES, MetadataImage
-from kraftlake.replay.loader import BatchLoader
-from kraftlake.replay.log_replay import cut_batches, history_sources, replay_paths, replay_sources
+from kraftlake.replay.loader import BatchLoader, Manifest
+from kraftlake.replay.log_replay import history_sources, replay_paths, replay_sources
+from kraftlake.replay.visibility import BatchPublishes, Known, OffsetNotKnown, image_offset
 from kraftlake.replay.voters import VotersImage
 from kraftlake.settings.jars import MissingJarsError, classpath, jars_root
 
@@ -62,19 +70,6 @@ class MismatchError(AssertionError):
     """kraftlake's image differs from Kafka's at an offset, beyond the deliberate differences."""
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """What `assert_matches_kafka` compared: Kafka's snapshot at each offset, and where each deliberate
-    difference applied (offsets by name)."""
-
-    snapshots: dict[int, Path]
-    differences: dict[str, list[int]] = field(default_factory=dict)
-
-    @property
-    def offsets(self) -> list[int]:
-        return sorted(self.snapshots)
-
-
 def oracle_classpath() -> str:
     """Kafka's jars and the compiled oracle; one clear error when either is missing."""
     compiled = jars_root() / "oracle" / "classes" / (ORACLE_CLASS.replace(".", "/") + ".class")
@@ -91,23 +86,39 @@ def metadata_dir(log_dir: Path) -> Path:
     return log_dir / METADATA_PARTITION_DIR if (log_dir / METADATA_PARTITION_DIR).is_dir() else log_dir
 
 
-def kafka_snapshots(log_dir: Path, out_dir: Path, offsets: Iterable[int] | None = None) -> dict[int, Path]:
-    """Runs the oracle once: offset → the snapshot file of Kafka's image there (`offsets` None: every offset
-    whose record changes Kafka's image or its Raft voter state)."""
-    args = ["--changes"]
-    if offsets is not None:  # in a file: a long log's offsets would not fit on a command line
-        out_dir.mkdir(parents=True, exist_ok=True)
-        listed = out_dir / "offsets.txt"
-        listed.write_text("\n".join(str(offset) for offset in sorted(set(offsets))) + "\n")
-        args = ["--offsets", str(listed)]
+@dataclass(frozen=True)
+class KafkaPublish:
+    """An image Kafka's loader published (or a Raft state change): in force from `offset`, its provenance
+    offset `provenance`, its state in `snapshot` (shared with the publishes before it while unchanged)."""
+
+    offset: int
+    provenance: int
+    snapshot: Path
+
+
+def kafka_published(log_dir: Path, out_dir: Path) -> list[KafkaPublish]:
+    """Runs the oracle once: every image Kafka's loader publishes for the log, in log order."""
     command = ["java", *JVM_OPTIONS, "-cp", oracle_classpath(), ORACLE_CLASS, str(metadata_dir(log_dir)),
-               str(out_dir), *args]
+               str(out_dir), "--published"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise OracleError(f"the Kafka oracle failed on {log_dir} (exit {done.returncode}): {last}")
-    written = (line.split("\t") for line in done.stdout.splitlines())
-    return {int(offset): out_dir / name for offset, name in written}
+    published: list[KafkaPublish] = []
+    for line in done.stdout.splitlines():
+        offset, provenance, name = line.split("\t")
+        snapshot = published[-1].snapshot if name == "-" else out_dir / name
+        published.append(KafkaPublish(int(offset), int(provenance), snapshot))
+    return published
+
+
+def kafka_snapshots(log_dir: Path, out_dir: Path) -> dict[int, Path]:
+    """offset → Kafka's image from there on, at each offset where Kafka publishes a new state."""
+    changes: dict[int, Path] = {}
+    for publish in kafka_published(log_dir, out_dir):
+        if not changes or changes[max(changes)] != publish.snapshot:
+            changes[publish.offset] = publish.snapshot
+    return changes
 
 
 def kafka_image(snapshot: Path) -> MetadataImage:
@@ -136,32 +147,53 @@ def read_log(log_dir: Path) -> Log:
     return Log(start, batches)
 
 
-def kraftlake_images(log: Log, offsets: Iterable[int] | None = None) -> Iterator[tuple[int, MetadataImage]]:
-    """kraftlake's reference replay at each of `offsets` (None: every offset), in one pass: a loader walks the
-    log one commit per batch, and the image at an offset inside a batch is replayed from the last boundary
-    outside any transaction, the batch cut after that offset (what `kraftlake replay --to-offset` does)."""
-    wanted = None if offsets is None else set(offsets)
-    first = log.start.provenance.offset
-    if log.start is not EMPTY_IMAGE and (wanted is None or first in wanted):
-        yield first, log.start
-    walker = BatchLoader(image=log.start)
-    boundary_index, boundary = 0, log.start
-    for index, batch in enumerate(log.batches):
-        for offset in range(max(batch.base_offset, first + 1), batch.last_offset + 1):
-            if wanted is None or offset in wanted:
-                loader = BatchLoader(image=boundary)
-                for cut in cut_batches(log.batches[boundary_index : index + 1], boundary.provenance.offset + 1,
-                                       offset):
-                    loader.load_batch(cut)
-                if loader.in_transaction:
-                    yield offset, loader.visible_image()
-                else:
-                    loader.flush(aligned=offset == batch.last_offset)
-                    yield offset, loader.image
-        walker.load_batch(batch)
-        walker.flush()
-        if not walker.in_transaction:
-            boundary_index, boundary = index + 1, walker.image
+@dataclass(frozen=True)
+class Answers:
+    """kraftlake's answer at every offset of a log, from one in-process replay: `offsets[N]` is the offset
+    of the image answering N (None: refused), `images` the images published, by offset."""
+
+    first: int
+    offsets: list[int | None]
+    images: dict[int, MetadataImage]
+
+    def at(self, offset: int) -> MetadataImage | None:
+        answer = self.offsets[offset - self.first]
+        return None if answer is None else self.images[answer]
+
+
+def kraftlake_answers(log: Log) -> Answers:
+    """What `kraftlake replay --to-offset N` answers at every N of the log, in one pass: the loader's
+    publishes per batch, then `replay.visibility` at each offset (the rule `replay` itself uses)."""
+    images: dict[int, MetadataImage] = {}
+    start = log.start
+    first = start.provenance.offset if start is not EMPTY_IMAGE else (log.batches[0].base_offset if log.batches else 0)
+    if start is not EMPTY_IMAGE:
+        images[first] = start
+    in_batch: list[int] = []
+
+    def published(delta: MetadataDelta, image: MetadataImage, manifest: Manifest) -> None:
+        images[image.provenance.offset] = image
+        in_batch.append(image.provenance.offset)
+
+    loader = BatchLoader(published, image=start)
+    holding: list[BatchPublishes] = []
+    if start is not EMPTY_IMAGE:
+        holding.append(BatchPublishes(first, first, (first,), None))
+    for batch in log.batches:
+        before = loader.published
+        in_batch.clear()
+        loader.load_commit(batch)
+        holding.append(BatchPublishes(batch.base_offset, batch.last_offset, tuple(in_batch),
+                                      None if before is None else before.provenance.offset))
+    known = Known(min(images, default=None), loader.last_offset, max(images, default=None))
+    offsets: list[int | None] = []
+    for batch_publishes in holding:
+        for offset in range(max(batch_publishes.base_offset, first), batch_publishes.last_offset + 1):
+            try:
+                offsets.append(image_offset(offset, batch_publishes, known))
+            except OffsetNotKnown:
+                offsets.append(None)
+    return Answers(first, offsets, images)
 
 
 def same_state(a: MetadataImage, b: MetadataImage) -> bool:
@@ -172,16 +204,6 @@ def same_state(a: MetadataImage, b: MetadataImage) -> bool:
 def canonical(image: MetadataImage) -> dict[str, Any]:
     document: dict[str, Any] = json.loads(canonical_json(image, provenance=False))
     return document
-
-
-def change_offsets(images: Iterable[tuple[int, MetadataImage]]) -> list[int]:
-    """The offsets whose record changes the image (a first image that is not empty counts as a change)."""
-    changes, previous = [], EMPTY_IMAGE
-    for offset, image in images:
-        if not same_state(image, previous):
-            changes.append(offset)
-        previous = image
-    return changes
 
 
 @dataclass(frozen=True)
@@ -221,43 +243,114 @@ def kept_as_kafka(log: Log, aborts: Sequence[KeptAbort]) -> Log:
     return Log(log.start, tuple(map(without_markers, log.batches)))
 
 
-def expected_images(log: Log, offsets: Sequence[int] | None,
-                    differences: dict[str, list[int]]) -> Iterator[tuple[int, MetadataImage]]:
-    """kraftlake's image at each offset, except after an Abort Kafka's loader keeps: there, kraftlake's replay
-    of the log with that transaction kept (its Begin and Abort taken out), noted where it differs."""
+def expected_answers(log: Log, differences: dict[str, list[int]]) -> Iterator[tuple[int, MetadataImage | None]]:
+    """kraftlake's answer at every offset, except after an Abort Kafka's loader keeps: there, kraftlake's
+    replay of the log with that transaction kept (its Begin and Abort taken out), noted where it differs."""
     aborts = aborts_kafka_keeps(log.batches)
-    kept = [dict(kraftlake_images(kept_as_kafka(log, aborts[: count + 1]), offsets)) for count in range(len(aborts))]
-    for offset, image in kraftlake_images(log, offsets):
+    kept = [kraftlake_answers(kept_as_kafka(log, aborts[: count + 1])) for count in range(len(aborts))]
+    ours = kraftlake_answers(log)
+    for index in range(len(ours.offsets)):
+        offset = ours.first + index
+        image = ours.at(offset)
         applying = [count for count, abort in enumerate(aborts) if abort.visible_from <= offset]
         if applying:
-            as_kafka = kept[applying[-1]][offset]
-            if not same_state(image, as_kafka):
+            as_kafka = kept[applying[-1]].at(offset)
+            if image is None or as_kafka is None or not same_state(image, as_kafka):
                 differences.setdefault(ABORTED_THEN_MORE, []).append(offset)
             image = as_kafka
         yield offset, image
 
 
-def assert_matches_kafka(log_dir: Path, work_dir: Path, offsets: Iterable[int] | None = None) -> Comparison:
-    """Kafka's image equals kraftlake's at each of `offsets` (None: at every offset whose record changes
-    either image, and the two change at the same offsets, so they are equal at every offset of the log).
+@dataclass(frozen=True)
+class Comparison:
+    """What `assert_matches_kafka` compared: every offset of the log (`compared`, of which `refused` where
+    both have no image), Kafka's distinct published states by the offset they start at (`snapshots`), and
+    where each deliberate difference applied (offsets by name)."""
+
+    first: int  # the first offset compared: the log's, or its starting snapshot's
+    compared: int
+    refused: int
+    snapshots: dict[int, Path]
+    published: list[KafkaPublish]
+    differences: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def offsets(self) -> list[int]:
+        return sorted(self.snapshots)
+
+    def kafka_at(self, offset: int) -> KafkaPublish | None:
+        """Kafka's last publish at or before `offset` (None: none yet)."""
+        at = bisect_right([publish.offset for publish in self.published], offset) - 1
+        return self.published[at] if at >= 0 else None
+
+
+def assert_matches_kafka(log_dir: Path, work_dir: Path) -> Comparison:
+    """At every offset of the log, kraftlake's answer is Kafka's last published image at or before it
+    (published at the same offset, equal as canonical JSON and as whole images), or neither has one.
     One JVM run; Kafka's snapshots are left in `work_dir`."""
-    snapshots = kafka_snapshots(log_dir, work_dir, offsets)
-    log = read_log(log_dir)
+    published = kafka_published(log_dir, work_dir)
+    starts = [publish.offset for publish in published]
+    kafka_images: dict[Path, MetadataImage] = {}
+    checked: dict[Path, MetadataImage] = {}  # Kafka's state: the last image of ours found equal to it
     differences: dict[str, list[int]] = {}
-    ours = dict(expected_images(log, None if offsets is None else sorted(snapshots), differences))
-    if offsets is None:
-        changes = change_offsets(sorted(ours.items()))
-        if changes != sorted(snapshots):
-            only_kafka, only_ours = sorted(set(snapshots) - set(changes)), sorted(set(changes) - set(snapshots))
-            raise MismatchError(f"{log_dir}: the images change at different offsets: only Kafka's at "
-                                f"{only_kafka[:10]}, only kraftlake's at {only_ours[:10]}")
-    for offset, snapshot in sorted(snapshots.items()):
-        kafka = kafka_image(snapshot)
-        mine = assert_same_canonical(offset, ours[offset], kafka, differences)
-        if not same_state(mine, kafka):
-            parts = [name for name in SUB_IMAGES if getattr(mine, name) != getattr(kafka, name)]
+    compared = refused = 0
+    first: int | None = None
+    for offset, ours in expected_answers(read_log(log_dir), differences):
+        first = offset if first is None else first
+        compared += 1
+        at = bisect_right(starts, offset) - 1
+        if ours is None:
+            if at >= 0:
+                raise MismatchError(f"{log_dir} offset {offset}: kraftlake answers none, Kafka published the image "
+                                    f"at offset {published[at].offset}")
+            refused += 1
+            continue
+        if at < 0:
+            raise MismatchError(f"{log_dir} offset {offset}: Kafka published nothing yet, kraftlake answers the "
+                                f"image at {ours.provenance.offset}")
+        kafka = published[at]
+        if ours.provenance.offset != kafka.offset:
+            raise MismatchError(f"{log_dir} offset {offset}: kraftlake answers the image published at offset "
+                                f"{ours.provenance.offset}, Kafka's was published at {kafka.offset}")
+        verified = checked.get(kafka.snapshot)
+        if verified is not None and (verified is ours or same_state(verified, ours)):
+            continue  # consecutive images share their sub-images: this is cheap, a canonical form is not
+        checked[kafka.snapshot] = ours
+        if kafka.snapshot not in kafka_images:
+            kafka_images[kafka.snapshot] = kafka_image(kafka.snapshot)
+        theirs = kafka_images[kafka.snapshot]
+        mine = assert_same_canonical(offset, ours, theirs, differences)
+        if not same_state(mine, theirs):
+            parts = [name for name in SUB_IMAGES if getattr(mine, name) != getattr(theirs, name)]
             raise MismatchError(f"offset {offset}: same canonical JSON, different state (what it hides) in {parts}")
-    return Comparison(snapshots, differences)
+    snapshots: dict[int, Path] = {}
+    for publish in published:
+        if not snapshots or snapshots[max(snapshots)] != publish.snapshot:
+            snapshots[publish.offset] = publish.snapshot
+    return Comparison(-1 if first is None else first, compared, refused, snapshots, published, differences)
+
+
+def assert_warehouse_matches_kafka(reader: WarehouseReader, comparison: Comparison,
+                                   offsets: Iterable[int] | None = None) -> int:
+    """At every offset of the warehouse (or each of `offsets`: what a follower saw), `WarehouseReader.answers`
+    (one read) names the image Kafka published last at or before it, or refuses where Kafka has none;
+    `image_at` equals Kafka's image where each published state starts and at the end. Returns the count of
+    offsets compared."""
+    first, last = reader.published_range()
+    wanted = range(min(first, comparison.first), last + 1)
+    chosen = set(wanted if offsets is None else offsets)
+    answers = dict(zip(wanted, reader.answers(wanted.start, wanted.stop - 1), strict=True))
+    for offset in sorted(chosen):
+        kafka, answer = comparison.kafka_at(offset), answers[offset]
+        if kafka is None:
+            assert isinstance(answer, TimeTravelError), f"offset {offset}: Kafka has no image, the warehouse {answer}"
+        else:
+            assert answer == kafka.offset, f"offset {offset}: the warehouse answers {answer}, Kafka {kafka.offset}"
+    for offset in sorted({*(offset for offset in comparison.snapshots if offset in chosen), last}):
+        kafka = comparison.kafka_at(offset)
+        assert kafka is not None
+        assert_same_canonical(offset, reader.image_at(offset).to_image(), kafka_image(kafka.snapshot), {})
+    return len(chosen)
 
 
 def assert_same_canonical(offset: int, ours: MetadataImage, kafka: MetadataImage,

@@ -20,14 +20,13 @@ from kraftlake.brokersim.simulator import BrokerSimulator, SimulationConfig
 from kraftlake.cli.local_cluster import LocalCluster
 from kraftlake.controller.admin_client import AdminClient, AdminError
 from kraftlake.controller.controller import MID_TRANSACTION_FAILPOINT
-from kraftlake.image_schema.canonical import canonical_json
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
 from kraftlake.raft.config import load_config
 from kraftlake.raft.voters import default_directory_id
 from kraftlake.records import MetadataLogDir
 from kraftlake.records import metadata_types as mt
-from kraftlake.replay.log_replay import replay_paths
+from tests.harness.answers import from_warehouse, replayed
 
 
 @pytest.fixture(scope="module")
@@ -160,8 +159,8 @@ def test_quorum_to_warehouse_with_job_restarts(published_log, tmp_path: Path) ->
     offsets = sorted({0, last, reassigning_at, elr_at, *voter_offsets, *inside, *(o - 1 for o in inside),
                       (begin + end) // 2, *random.sample(range(last), 12)})
     for offset in offsets:
-        from_delta = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
-        from_log = canonical_json(replay_paths([log_dir], offset).image, provenance=False)
+        from_delta = from_warehouse(warehouse, offset, provenance=False)
+        from_log = replayed([log_dir], offset, provenance=False)
         assert from_delta == from_log, f"differs at offset {offset}"
     final = WarehouseReader(warehouse).image_at(last).tables
     topics = set(final["topics"].column("name").to_pylist())

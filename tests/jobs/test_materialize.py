@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from kraftlake.image_schema.canonical import canonical_json
 from kraftlake.jobs.materialize import MaterializeConfig, MaterializeError, run
 from kraftlake.lake.pipeline import MetadataPipeline
 from kraftlake.lake.reader import WarehouseReader
@@ -16,8 +15,8 @@ from kraftlake.lake.warehouse import Warehouse
 from kraftlake.records import RecordBatch, make_batch, read_batches
 from kraftlake.records import metadata_types as mt
 from kraftlake.replay.errors import ReplayError
-from kraftlake.replay.log_replay import replay_paths
 from tests.fixtures.broker import create_topic, produce
+from tests.harness.answers import from_warehouse, replayed
 from tests.jobs.metadata_topic import batch_messages
 
 NILOUFAR_LOG = "Niloufar1171_LDI-POC/__cluster_metadata-0/00000000000000000000.log"
@@ -50,8 +49,8 @@ def test_real_log_through_the_topic_equals_replay(spark, kafka_broker, samples_d
     warehouse = Warehouse(config.warehouse)
     assert len(WarehouseReader(warehouse).images()) >= 5
     for offset in (0, 1, 3, 4, 5, 60, 1999, 2003, 4000, 4928):
-        from_delta = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
-        assert from_delta == canonical_json(replay_paths([log], offset).image, provenance=False), offset
+        from_delta = from_warehouse(warehouse, offset, provenance=False)
+        assert from_delta == replayed([log], offset, provenance=False), offset
 
 
 def _transaction_log() -> list[RecordBatch]:

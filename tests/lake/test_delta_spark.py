@@ -22,10 +22,8 @@ import pyarrow.fs as pafs
 import pytest
 from pyspark.sql import SparkSession
 
-from kraftlake.image_schema.canonical import canonical_json
 from kraftlake.lake.maintenance import MaintenancePolicy, maintain
 from kraftlake.lake.pipeline import MetadataPipeline
-from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.sink import DeltaSink
 from kraftlake.lake.warehouse import (
     BATCHES,
@@ -38,9 +36,10 @@ from kraftlake.lake.warehouse import (
     image_checkpoint_table,
 )
 from kraftlake.records.files import LogReader
-from kraftlake.replay.log_replay import history_sources, replay_paths
+from kraftlake.replay.log_replay import history_sources
 from kraftlake.settings.spark import spark_uri, use_store
 from tests.fixtures.s3 import S3Store
+from tests.harness.answers import from_warehouse, replayed
 from tests.lake.test_ingest import _history_offsets
 
 SAMPLE = "Niloufar1171_LDI-POC"
@@ -207,15 +206,15 @@ def test_user_optimize_and_vacuum_keep_time_travel_and_the_sink_writes_on(
     assert {name: protocol(warehouse, name) for name in all_tables()} == before  # no feature delta-rs lacks
     assert warehouse.table(history_name("partitions")).transaction_version(txn) == written
     for offset in offsets_to_check(warehouse, seed=19):
-        from_lake = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
-        assert from_lake == canonical_json(replay_paths([directory], offset).image, provenance=False), offset
+        from_lake = from_warehouse(warehouse, offset, provenance=False)
+        assert from_lake == replayed([directory], offset, provenance=False), offset
     ingest_through(directory, warehouse, None, IMAGE_EVERY["local"])  # a rerun: what the tables hold is skipped
     history = warehouse.table(history_name("partitions")).to_pyarrow_table()
     keys = history.select(["topic_id", "partition_id", "from_offset"]).to_pylist()
     assert len(keys) == len({json.dumps(key, sort_keys=True) for key in keys})  # no version written twice
     for offset in offsets_to_check(warehouse, seed=5):
-        from_lake = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
-        assert from_lake == canonical_json(replay_paths([directory], offset).image, provenance=False), offset
+        from_lake = from_warehouse(warehouse, offset, provenance=False)
+        assert from_lake == replayed([directory], offset, provenance=False), offset
     maintain(warehouse, retention_hours=0)  # kraftlake's own maintenance still runs on them
     assert assert_spark_reads_what_delta_rs_reads(spark, warehouse, EVERY_KIND, older=False) == len(EVERY_KIND)
 

@@ -15,6 +15,7 @@ from kraftlake.lake.errors import TimeTravelError
 from kraftlake.lake.ingest import ingest
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
+from kraftlake.replay.errors import ReplayError
 from kraftlake.replay.log_replay import replay_paths
 
 SAMPLE_DIRS = {
@@ -64,35 +65,45 @@ def test_every_checked_offset_equals_replay(sample: str, ingested: dict[str, tup
     directory, warehouse = ingested[sample]
     offsets = _offsets_to_check(warehouse, seed=len(sample))
     for offset in offsets:
-        from_delta = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
-        from_replay = canonical_json(replay_paths([directory], offset).image, provenance=False)
-        assert from_delta == from_replay, f"{sample} differs at offset {offset}"
+        try:
+            replayed = replay_paths([directory], offset).image
+        except ReplayError:  # before the first image: the warehouse refuses it too
+            with pytest.raises(TimeTravelError, match="before the first published image"):
+                WarehouseReader(warehouse).image_at(offset)
+            continue
+        from_delta = WarehouseReader(warehouse).image_at(offset)
+        assert canonical_json(from_delta.to_image()) == canonical_json(replayed), f"{sample} differs at {offset}"
+        assert from_delta.asked == offset
 
 
 def test_bootstrap_transaction_is_atomic_in_the_warehouse(ingested: dict[str, tuple[Path, Warehouse]]) -> None:
-    """Niloufar's log: Begin at offset 1, MV at 2, ZkMigrationState at 3, End at 4 (see dump)."""
+    """Niloufar's log: Begin at offset 1, MV at 2, ZkMigrationState at 3, End at 4 (see dump): nothing is
+    published before the End, so offsets 0..3 are refused."""
     _, warehouse = ingested["Niloufar1171_LDI-POC"]
-    levels = {n: WarehouseReader(warehouse).image_at(n).to_image().features.metadata_version for n in range(0, 6)}
-    assert levels == {0: None, 1: None, 2: None, 3: None, 4: 19, 5: 19}
+    for offset in range(0, 4):
+        with pytest.raises(TimeTravelError, match=rf"offset {offset} is before the first published image \(offset 4\)"):
+            WarehouseReader(warehouse).image_at(offset)
+    levels = {n: WarehouseReader(warehouse).image_at(n).to_image().features.metadata_version for n in (4, 5)}
+    assert levels == {4: 19, 5: 19}
 
 
 def test_provenance_names_the_batch_of_the_offset(ingested: dict[str, tuple[Path, Warehouse]]) -> None:
     directory, warehouse = ingested["rjmfernandes"]
     reader = WarehouseReader(warehouse)
-    for offset in (0, 5, 7751, 17026):
+    for offset in (5, 7751, 17026):
         assert reader.image_at(offset).provenance == replay_paths([directory], offset).image.provenance
 
 
 def test_snapshot_only_history_starts_at_the_snapshot(ingested: dict[str, tuple[Path, Warehouse]]) -> None:
     _, warehouse = ingested["kckoh"]
     assert [image.offset for image in WarehouseReader(warehouse).images()] == [7604]
-    with pytest.raises(TimeTravelError, match="before the history"):
+    with pytest.raises(TimeTravelError, match="offset 7000 is before the first published image"):
         WarehouseReader(warehouse).image_at(7000)
 
 
 def test_past_the_last_image_is_refused(ingested: dict[str, tuple[Path, Warehouse]]) -> None:
     _, warehouse = ingested["Jeong-Rae"]
-    with pytest.raises(TimeTravelError, match="past the last published image"):
+    with pytest.raises(TimeTravelError, match=r"offset 3072 is past the end: images answer offsets 4\.\.3071"):
         WarehouseReader(warehouse).image_at(3072)
 
 
@@ -100,7 +111,12 @@ def test_cli_image_json_equals_cli_replay_json(ingested: dict[str, tuple[Path, W
     """Byte for byte, provenance included: both print the one canonical text."""
     directory, warehouse = ingested["rjmfernandes"]
     kraftlake = [sys.executable, "-m", "kraftlake.cli.main"]
-    for offset in (3, 5, 7751, 17026):
+    for command in ([*kraftlake, "image", "--warehouse", warehouse.uri, "--at-offset", "3"],
+                    [*kraftlake, "replay", str(directory), "--to-offset", "3"]):
+        refused = subprocess.run(command, capture_output=True, text=True, check=False)
+        assert refused.returncode == 2 and "offset 3 is before the first published image" in refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1
+    for offset in (5, 7751, 17026):
         image = subprocess.run(
             [*kraftlake, "image", "--warehouse", warehouse.uri, "--at-offset", str(offset), "--json"],
             capture_output=True, check=True,

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.image_schema.canonical import canonical_json
 from kraftlake.lake import ingest as ingest_module
 from kraftlake.lake.ingest import ingest
 from kraftlake.lake.pipeline import CATCH_UP_LAG_MS, MetadataPipeline
@@ -24,6 +23,7 @@ from kraftlake.records import make_batch
 from kraftlake.records import metadata_types as mt
 from kraftlake.records.files import read_batches
 from kraftlake.replay.log_replay import replay_paths
+from tests.harness.answers import from_warehouse, replayed
 from tests.replay.builders import topic_id_of
 
 SAMPLE = "rjmfernandes_flink-on-prem/data"  # 17k offsets appended in 2024: a backlog today
@@ -55,8 +55,8 @@ def test_every_offset_between_held_images_equals_replay(caught_up: tuple[Path, W
     between = [rng.randrange(a + 1, b) for a, b in itertools.pairwise(images) if b - a > 1]
     offsets = sorted({0, 1, 2, *images, *(o - 1 for o in images), *between, *rng.sample(range(images[-1]), 25)})
     for offset in offsets:
-        from_lake = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), indent=2)
-        assert from_lake == canonical_json(replay_paths([directory], offset).image, indent=2), offset
+        from_lake = from_warehouse(warehouse, offset, indent=2)
+        assert from_lake == replayed([directory], offset, indent=2), offset
 
 
 def test_cli_json_of_a_caught_up_warehouse_equals_replay_byte_for_byte(caught_up: tuple[Path, Warehouse]) -> None:

@@ -8,13 +8,12 @@ import sys
 import uuid
 from pathlib import Path
 
-from kraftlake.image_schema.canonical import canonical_json
 from kraftlake.lake.ingest import ingest
 from kraftlake.lake.maintenance import MaintenancePolicy
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
-from kraftlake.replay.log_replay import replay_paths
 from tests.fixtures.s3 import S3Store
+from tests.harness.answers import from_warehouse, replayed
 
 SAMPLE = "Niloufar1171_LDI-POC"
 KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli.main"]
@@ -37,8 +36,8 @@ def test_ingest_on_s3_equals_replay(s3_store: S3Store, samples_dir: Path) -> Non
     ingest(directory, warehouse, image_every=200, policy=SMALL_POLICY)
     last = WarehouseReader(warehouse).last_published()
     for offset in sorted({0, 4, 5, 100, 1000, last // 2, last - 1, last}):
-        from_lake = canonical_json(WarehouseReader(warehouse).image_at(offset).to_image(), provenance=False)
-        assert from_lake == canonical_json(replay_paths([directory], offset).image, provenance=False), offset
+        from_lake = from_warehouse(warehouse, offset, provenance=False)
+        assert from_lake == replayed([directory], offset, provenance=False), offset
 
 
 def test_bad_credentials_name_the_uri_and_write_nothing(s3_store: S3Store, samples_dir: Path) -> None:

@@ -128,6 +128,7 @@ def test_an_observer_that_believes_it_votes_is_caught_by_the_invariants() -> Non
     assert any("non-voter 4" in v or "observer 4 became" in v for v in cluster.violations), cluster.violations
 
 
+@pytest.mark.slow  # make check leaves it to make test
 def test_seeded_scenarios_with_an_observer_hold_every_invariant() -> None:
     caught_up = 0
     for seed in range(60):

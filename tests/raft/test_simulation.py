@@ -15,6 +15,7 @@ from tests.raft.scripted import ScriptedCluster, batch
 SEEDS = range(300)
 
 
+@pytest.mark.slow  # make check leaves it to make test
 def test_seeded_scenarios_hold_every_invariant() -> None:
     failures = [(seed, r.violations[0]) for seed in SEEDS if (r := Simulation(seed).run()).violations]
     assert failures == []
@@ -88,6 +89,7 @@ def test_simulate_command_prints_the_failing_seed_and_its_trace(capsys: pytest.C
     assert not out.strip().endswith(", 0 violations")
 
 
+@pytest.mark.slow  # make check leaves it to make test
 def test_reconfiguration_scenarios_hold_every_invariant() -> None:
     results = [Simulation(seed, reconfigure=True).run() for seed in range(1000, 1100)]
     assert [(r.seed, r.violations[0]) for r in results if r.violations] == []

@@ -100,6 +100,7 @@ def test_whole_batches_round_trip_in_every_codec(case: Any) -> None:
     assert encode_batch(decoded) == raw  # deterministic, codecs included
 
 
+@pytest.mark.slow  # make check leaves it to make test
 @settings(max_examples=25, deadline=None)
 @given(st.lists(_batch_cases(), min_size=1, max_size=4))
 def test_concatenated_batches_decode_in_order(cases: list[Any]) -> None:

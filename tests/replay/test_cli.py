@@ -92,11 +92,30 @@ def test_summary_names_an_open_transaction(small_log: Path, capsys: pytest.Captu
 
 
 def test_json_is_the_canonical_form(small_log: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Offset 5 is inside the batch 4..7: the image published at 3 answers it (its provenance is that
+    image's, as Kafka's); at 7 the whole batch is visible."""
     _, out, _ = run(capsys, str(small_log), "--to-offset", "5", "--json")
     document = json.loads(out)
-    assert document["provenance"] == {"offset": 5, "epoch": 1, "logTimeMs": 12, "batchAligned": False}
-    assert list(document["topics"]) == ["foo"]
-    assert list(document["topics"]["foo"]["partitions"]) == ["0"], "offset 5 is P(foo, 0); P(foo, 1) is at 6"
+    assert document["provenance"] == {"offset": 3, "epoch": 1, "logTimeMs": 11, "batchAligned": True}
+    assert document["topics"] == {}
+    _, out, _ = run(capsys, str(small_log), "--to-offset", "7", "--json")
+    document = json.loads(out)
+    assert document["provenance"] == {"offset": 7, "epoch": 1, "logTimeMs": 12, "batchAligned": True}
+    assert list(document["topics"]["foo"]["partitions"]) == ["0", "1"]
+
+
+def test_the_summary_names_the_offset_asked_and_the_image_answering(small_log: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, str(small_log), "--to-offset", "5")
+    assert out.splitlines()[0] == "asked: offset 5, answered by the image published at offset 3"
+
+
+def test_offsets_no_image_answers_are_one_line_and_exit_2(small_log: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    for offset, reason in ((2, "offset 2 is before the first published image (offset 3)"),
+                           (12, "offset 12 is past the end: images answer offsets 3..9")):
+        code, out, err = run(capsys, str(small_log), "--to-offset", str(offset))
+        assert (code, out, err) == (2, "", f"kraftlake replay: {small_log}: {reason}\n")
 
 
 def test_a_missing_path_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -120,7 +139,7 @@ def test_asking_for_an_offset_before_a_snapshot_is_refused(samples_dir: Path,
     code, _, err = run(capsys, str(samples_dir / RJM / "00000000000000007752-0000000001.checkpoint"),
                        "--to-offset", "100")
     assert code == 2
-    assert "the snapshot ends at offset 7751, after the requested offset 100" in err
+    assert "offset 100 is before the history these files hold (from the snapshot at offset 7751)" in err
 
 
 def test_every_flipped_base_offset_or_epoch_bit_is_exit_2_naming_file_position_offset(

@@ -3,7 +3,7 @@
 SIGKILLed, a reassignment, a controller added and one removed, metadata.version upgraded to 4.4-IV2).
 
 A live node's `__cluster_metadata-0` is copied and replayed three ways, each checked against Kafka 4.4's
-MetadataImage (java/oracle) at every offset whose record changes the image: kraftlake's reference replay,
+MetadataImage (java/oracle) at every offset, against the images Kafka's loader publishes: kraftlake's replay,
 `kraftlake ingest` into a Delta warehouse read back by time travel, and `kraftlake publish` into a topic
 drained by the streaming job (Spark's Kafka source, several micro-batches) into another warehouse. The
 cluster's metadata retention is low (Kafka deletes segments and takes snapshots all along), so the copies
@@ -38,10 +38,10 @@ from tests.harness.kafka_cluster import KafkaCluster
 from tests.harness.kafka_oracle import (
     Comparison,
     assert_matches_kafka,
-    assert_same_canonical,
+    assert_warehouse_matches_kafka,
     canonical,
     kafka_image,
-    kraftlake_images,
+    kraftlake_answers,
     read_log,
     same_state,
 )
@@ -112,19 +112,24 @@ def compared(copies: dict[str, Path]) -> Iterator[dict[str, Comparison]]:
 
 
 @pytest.mark.parametrize("copy", ["steady-node", "added-controller"])
-def test_kraftlake_equals_kafka_at_every_change_of_the_scenarios_log(
+def test_kraftlake_equals_kafka_at_every_offset_of_the_scenarios_log(
     compared: dict[str, Comparison], copies: dict[str, Path], copy: str
 ) -> None:
-    """Equal at every offset where either image changes, both changing at the same offsets (so equal at every
-    offset), with no deliberate difference in play; every kind of change the operator made is among them."""
+    """Equal at every offset (the answering image published at the same offset, the same state), with no
+    deliberate difference in play; every kind of change the operator made is in a batch whose image changed."""
     comparison = compared[copy]
+    print(f"operator scenario, {copy}: {comparison.compared} offsets compared, {comparison.refused} refused by "
+          f"both, {len(comparison.snapshots)} published states")
     assert comparison.differences == {}
     log = read_log(copies[copy])
-    kinds = {record.offset: type(record.message).__name__ for batch in log.batches for record in batch.records}
-    if copy == "steady-node":  # the whole log: every kind of change compared where its record is
-        assert log.start is EMPTY_IMAGE and {kinds[offset] for offset in comparison.offsets} >= CHANGES_COMPARED
+    kinds = {batch.last_offset: {type(record.message).__name__ for record in batch.records} for batch in log.batches}
+    if copy == "steady-node":  # the whole log: every kind of change compared with the batch that makes it
+        changed = set().union(*(kinds.get(offset, set()) for offset in comparison.offsets))
+        assert log.start is EMPTY_IMAGE and changed >= CHANGES_COMPARED
     else:  # from Kafka's snapshot on: compared there, then at every change after it
-        assert comparison.offsets[0] == log.start.provenance.offset and len(comparison.offsets) > 10
+        # how many states follow it depends on when the controller joined (8 to 12 seen)
+        assert comparison.offsets[0] == log.start.provenance.offset and len(comparison.offsets) > 3
+        assert comparison.compared > 10
     last = kafka_image(comparison.snapshots[comparison.offsets[-1]])
     assert_scenario_end_state(last)
 
@@ -146,13 +151,14 @@ def test_the_two_copies_hold_the_same_log(copies: dict[str, Path]) -> None:
     shorter = min(len(first), len(second))
     # How many batches both hold depends on when the added controller joined under 1 s retention: 20-60 seen.
     assert len(whole.batches) > 100 and shorter >= 10 and first[:shorter] == second[:shorter]
-    assert same_state(dict(kraftlake_images(whole, [start]))[start], joined.start)
+    at_start = kraftlake_answers(whole).at(start)
+    assert at_start is not None and same_state(at_start, joined.start)
 
 
 def assert_warehouse_equals_kafka(warehouse: Warehouse, comparison: Comparison) -> None:
-    """Time travel to every offset compared: the same canonical image as Kafka's (what a warehouse holds)."""
-    for offset, snapshot in sorted(comparison.snapshots.items()):
-        assert_same_canonical(offset, WarehouseReader(warehouse).image_at(offset).to_image(), kafka_image(snapshot), {})
+    """Time travel at every offset: the image Kafka published last (`assert_warehouse_matches_kafka`)."""
+    count = assert_warehouse_matches_kafka(WarehouseReader(warehouse), comparison)
+    print(f"warehouse {warehouse.uri}: {count} offsets compared")
 
 
 def test_kraftlake_ingest_then_time_travel_equals_kafka(
@@ -209,9 +215,8 @@ def test_both_follow_modes_kept_the_scenario_past_kafkas_retention(
         assert_scenario_end_state(kafka_image(comparison.snapshots[answered[-1]]))  # followed to the end
         drain(bootstrap, operator_scenario.topics[mode], tmp_path / mode.replace(" ", ""), micro_batch=50)
         reader = WarehouseReader(Warehouse(tmp_path / mode.replace(" ", "")))
-        for offset in answered:
-            ours = reader.image_at(offset).to_image()
-            assert_same_canonical(offset, ours, kafka_image(comparison.snapshots[offset]), {})
+        count = assert_warehouse_matches_kafka(reader, comparison, sorted(seen & set(range(answered[0], answered[-1]))))
+        print(f"{mode}: {count} offsets compared")
     assert b"leader change: offset" in operator_scenario.followed["follow"].output
     deleted = wait_deleted(operator_scenario.cluster, max(first_answered.values()))
     assert all(first < deleted for first in first_answered.values()), (first_answered, deleted)

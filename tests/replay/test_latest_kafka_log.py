@@ -26,6 +26,8 @@ from kraftlake.records.files import MetadataLogDir
 from kraftlake.replay.log_replay import replay_paths
 from tests.harness.kafka_oracle import assert_matches_kafka
 
+pytestmark = pytest.mark.jvm  # a Kafka node and Kafka's own loader
+
 SCRATCH = "/dev/shm" if Path("/dev/shm").is_dir() else None
 
 

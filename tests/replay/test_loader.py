@@ -10,8 +10,8 @@ from kraftlake.records import RecordBatch, SnapshotId
 from kraftlake.records.control_types import KRaftVersionRecord, LeaderChangeMessage, SnapshotHeaderRecord
 from kraftlake.replay.errors import ReplayError
 from kraftlake.replay.image import EMPTY_IMAGE, MetadataImage, Provenance
-from kraftlake.replay.loader import BatchLoader, TransactionState
-from tests.replay.builders import MV, A, B, E, N, P, Recorder, T, change, control, data, remove, topic_id_of
+from kraftlake.replay.loader import BatchLoader
+from tests.replay.builders import MV, A, B, E, N, P, Recorder, T, change, control, data, remove
 
 
 def has_topic(image: MetadataImage, name: str) -> bool:
@@ -217,7 +217,7 @@ def test_blx1_abort_followed_by_a_record_in_the_same_commit_stays_discarded() ->
     assert not has_topic(recorder.latest.image, "foo")
     assert recorder.latest.image.features.metadata_version == 7
     assert recorder.latest.manifest.provenance.offset == 4
-    assert not has_topic(loader.visible_image(), "foo")
+    assert loader.published is recorder.latest.image
 
 
 def test_blx1_abort_then_begin_publishes_nothing_of_the_aborted_transaction() -> None:
@@ -259,7 +259,7 @@ def test_a_record_that_cannot_apply_names_its_offset_and_source(record: object, 
         loader.load_batch(data(10, 1, 10, [N(), N(), record]), source="x.log")
     assert (info.value.offset, info.value.source) == (12, "x.log")
     assert str(info.value).startswith("x.log, offset 12: ")
-    assert loader.visible_image().provenance.offset == 11, "the records before the bad one were loaded"
+    assert loader.last_offset == 11, "the records before the bad one were loaded"
 
 
 def test_an_error_inside_a_transaction_names_the_record_not_the_begin() -> None:
@@ -321,11 +321,11 @@ def test_ml11_transaction_across_commits(abort: bool) -> None:
         loader.load_batch(batch)
         loader.flush()
         assert not has_topic(recorder.latest.image, "foo")
-        assert not has_topic(loader.visible_image(), "foo")
+        assert loader.published is recorder.latest.image
     loader.load_batch(data(500, 1, 10, [A() if abort else E()]))
     loader.flush()
     assert has_topic(recorder.latest.image, "foo") is not abort
-    assert has_topic(loader.visible_image(), "foo") is not abort
+    assert loader.published is recorder.latest.image
 
 
 def test_ml12_transaction_within_one_batch() -> None:
@@ -358,25 +358,23 @@ def test_noop_records_count_as_seen_records() -> None:
     assert recorder.latest.image.provenance.offset == 1
 
 
-# -- visibility at any point -------------------------------------------------------------------------
+# -- kraftlake's commits: one per Raft batch ------------------------------------------------------------
 
 
-def test_visible_image_hides_an_open_transaction_and_shows_pending_records() -> None:
-    loader = BatchLoader()
-    loader.load_batch(data(0, 3, 10, [MV(), T("foo")], append_time_ms=7))
-    pending = loader.visible_image()
-    assert has_topic(pending, "foo"), "pending records outside a transaction are visible"
-    assert pending.provenance == Provenance(1, 3, 7, False)
-    loader.load_batch(data(2, 3, 10, [B(), T("bar"), P("bar", 0)], append_time_ms=8))
-    inside = loader.visible_image()
-    assert loader.transaction is TransactionState.CONTINUED
-    assert has_topic(inside, "foo") and not has_topic(inside, "bar")
-    assert inside.provenance == Provenance(4, 3, 8, False)
-    loader.load_batch(data(5, 3, 10, [E()], append_time_ms=9))
-    ended = loader.visible_image()
-    assert loader.transaction is TransactionState.ENDED
-    assert has_topic(ended, "bar")
-    assert ended.topics.by_name["bar"].topic_id == topic_id_of("bar")
+def test_load_commit_publishes_each_batch_whole_and_a_transaction_at_the_end_of_its_end_batch() -> None:
+    """A batch is never shown half applied: one image at its last offset; inside an open transaction none;
+    records pending before a Begin inside a batch at the offset before it."""
+    recorder = Recorder()
+    loader = BatchLoader(recorder)
+    loader.load_commit(data(0, 3, 10, [MV(), T("foo"), P("foo", 0)], append_time_ms=7))
+    assert [u.image.provenance for u in recorder.updates] == [Provenance(2, 3, 7, True)]
+    loader.load_commit(data(3, 3, 10, [T("x"), B(), T("bar")], append_time_ms=8))
+    assert recorder.latest.image.provenance == Provenance(3, 3, 8, False)
+    assert has_topic(recorder.latest.image, "x") and not has_topic(recorder.latest.image, "bar")
+    loader.load_commit(data(6, 3, 10, [P("bar", 0), E(), N()], append_time_ms=9))
+    assert recorder.latest.image.provenance == Provenance(8, 3, 9, True)
+    assert has_topic(recorder.latest.image, "bar")
+    assert [u.image.provenance.offset for u in recorder.updates] == [2, 3, 8]
 
 
 def test_publishing_shares_untouched_sub_images() -> None:

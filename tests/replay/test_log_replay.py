@@ -1,9 +1,9 @@
-"""Replaying files to any offset: which files a path means, cutting batches at an offset, the image at
-offset N (mid-batch, inside a transaction, past the end), snapshot then log."""
+"""Replaying files to any offset: which files a path means, the image that answers offset N (the last one
+published at or before it: mid-batch, inside a transaction), what is refused (before the first image, past
+the end), snapshot then log."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,7 @@ from kraftlake.records.control_types import LeaderChangeMessage
 from kraftlake.replay.errors import ReplayError
 from kraftlake.replay.image import Provenance
 from kraftlake.replay.loader import BatchLoader, TransactionState
-from kraftlake.replay.log_replay import Source, cut_batches, replay_paths, replay_sources, resolve_sources
+from kraftlake.replay.log_replay import Source, replay_paths, replay_sources, resolve_sources
 from kraftlake.replay.writer import snapshot_batches
 from tests.replay.builders import MV, B, E, N, P, T, apply_records
 
@@ -74,70 +74,71 @@ def test_a_log_starting_after_zero_needs_a_snapshot(tmp_path: Path) -> None:
         resolve_sources([tmp_path])
 
 
-# -- cut_batches -------------------------------------------------------------------------------------
-
-
-def test_cut_batches_keeps_offsets_start_to_n_and_stops_reading() -> None:
-    batches = [make_batch(base, 1, 0, [N()] * 5) for base in (0, 5, 10)]
-
-    def source() -> Iterator[RecordBatch]:
-        yield from batches
-        raise AssertionError("read past the batch that starts after N")
-
-    cut = list(cut_batches(source(), 3, 6))
-    assert [[r.offset for r in b.records] for b in cut] == [[3, 4], [5, 6]]
-    assert [b.last_offset for b in cut] == [4, 6]
-    assert list(cut_batches(iter(batches), 0, None)) == batches
-    assert [b.base_offset for b in cut_batches(iter(batches), 5, 9)] == [5]
-
-
 # -- the image at offset N ---------------------------------------------------------------------------
 
 
 def test_the_image_at_every_offset_of_a_small_log(log: Path) -> None:
-    expected = {0: set(), 1: set(), 2: set(), 3: set(), 4: {"foo"}, 5: {"foo"}, 6: {"foo"}, 7: {"foo"},
-                8: {"foo"}, 9: {"foo"}, 10: {"foo"}, 11: {"foo", "bar"}}
-    assert {offset: topics_at(log, offset) for offset in expected} == expected
-    versions = {offset: replay_paths([log], offset).image.features.metadata_version for offset in range(12)}
-    assert versions == {0: None, 1: None, 2: None, 3: 14, **{offset: 14 for offset in range(4, 12)}}
+    """Offsets 0..3: a control batch, then the bootstrap transaction (published at 3, its End); 4..6 one
+    batch, published whole at 6; 7..11: a NoOp, then a transaction published at its End (11), the NoOp before
+    its Begin at 7."""
+    answers = {offset: replay_paths([log], offset).image.provenance.offset for offset in range(3, 12)}
+    assert answers == {3: 3, 4: 3, 5: 3, 6: 6, 7: 7, 8: 7, 9: 7, 10: 7, 11: 11}
+    assert {offset: topics_at(log, offset) for offset in (3, 5, 6, 10, 11)} == {
+        3: set(), 5: set(), 6: {"foo"}, 10: {"foo"}, 11: {"foo", "bar"}}
+    assert replay_paths([log], 5).asked == 5
 
 
-def test_provenance_says_whether_the_image_ends_on_a_batch_boundary(log: Path) -> None:
+def test_before_the_first_image_and_past_the_end_are_refused(log: Path) -> None:
+    for offset in (0, 1, 2):
+        with pytest.raises(ReplayError, match=rf"offset {offset} is before the first published image \(offset 3\)"):
+            replay_paths([log], offset)
+    with pytest.raises(ReplayError, match=r"offset 12 is past the end: images answer offsets 3..11"):
+        replay_paths([log], 12)
+
+
+def test_a_log_of_control_records_only_answers_nothing(tmp_path: Path) -> None:
+    """A fresh cluster's first offsets: Kafka publishes nothing before a metadata record."""
+    only = write(tmp_path / "__cluster_metadata-0" / "00000000000000000000.log",
+                 [make_batch(0, 1, 100, [LEADER], control=True)])
+    with pytest.raises(ReplayError, match=r"no image is published yet \(offsets read through 0\)"):
+        replay_paths([only])
+
+
+def test_provenance_is_the_answering_images(log: Path) -> None:
     assert replay_paths([log], 6).image.provenance == Provenance(6, 1, 102, True)
-    assert replay_paths([log], 5).image.provenance == Provenance(5, 1, 102, False)
-    assert replay_paths([log], 3).image.provenance == Provenance(3, 1, 101, True)
+    assert replay_paths([log], 5).image.provenance == Provenance(3, 1, 101, True)
+    assert replay_paths([log], 8).image.provenance == Provenance(7, 2, 103, False), "before the Begin at 8"
     assert replay_paths([log]).image.provenance == Provenance(11, 2, 103, True)
-    assert replay_paths([log], 500).image.provenance == Provenance(11, 2, 103, True), "past the end: the end"
 
 
 def test_an_open_transaction_at_n_is_invisible_and_reported(log: Path) -> None:
     result = replay_paths([log], 9)
-    assert result.transaction is TransactionState.CONTINUED
+    assert result.transaction is TransactionState.NONE, "the batch holding 9 is read whole"
     assert set(result.image.topics.by_name) == {"foo"}
-    assert result.image.provenance.offset == 9
-    assert replay_paths([log], 11).transaction is TransactionState.NONE
+    assert (result.asked, result.image.provenance.offset) == (9, 7)
 
 
 def test_counts_of_replayed_batches_and_records(log: Path) -> None:
     assert (replay_paths([log]).batches, replay_paths([log]).records) == (4, 12)
-    assert (replay_paths([log], 5).batches, replay_paths([log], 5).records) == (3, 6)
+    assert (replay_paths([log], 5).batches, replay_paths([log], 5).records) == (3, 7)
 
 
 def test_snapshot_then_log_starts_after_the_snapshot(log: Path) -> None:
     """The snapshot at 5 (offsets 0..4) holds a topic the log never created: the log from 5 on builds on it."""
-    snapshot_image = apply_records([MV(14), T("foo"), P("foo", 0), T("only-in-snapshot")], offset=4)
-    snapshot = write(log.parent / SnapshotId(5, 1).file_name(), snapshot_batches(snapshot_image, 102))
-    result = replay_sources([Source(snapshot, SnapshotId(5, 1)), Source(log, None)], 11)
+    snapshot_image = apply_records([MV(14), T("foo"), P("foo", 0), P("foo", 1), T("only-in-snapshot")], offset=6)
+    snapshot = write(log.parent / SnapshotId(7, 1).file_name(), snapshot_batches(snapshot_image, 102))
+    result = replay_sources([Source(snapshot, SnapshotId(7, 1)), Source(log, None)], 11)
     assert set(result.image.topics.by_name) == {"foo", "bar", "only-in-snapshot"}
     assert set(result.image.topics.by_name["foo"].partitions) == {0, 1}
-    assert (result.batches, result.records) == (2, 7), "offsets 5..11: the batch 4..6 is cut at its front"
+    assert (result.batches, result.records) == (1, 5), "offsets 7..11: the batch 4..6 is in the snapshot"
     assert replay_paths([log.parent]).image.topics.by_name.keys() == result.image.topics.by_name.keys()
 
 
 def test_a_snapshot_past_the_requested_offset_is_refused(log: Path) -> None:
     image = apply_records([MV(14), T("foo")], offset=6)
     snapshot = write(log.parent / SnapshotId(7, 1).file_name(), snapshot_batches(image, 0))
-    with pytest.raises(ReplayError, match="ends at offset 6, after the requested offset 5"):
+    with pytest.raises(ReplayError, match=r"offset 5 is before the history these files hold \(from the snapshot at "
+                                          r"offset 6\)"):
         replay_paths([snapshot], 5)
     assert replay_paths([snapshot], 6).image.provenance.offset == 6
 
@@ -145,6 +146,5 @@ def test_a_snapshot_past_the_requested_offset_is_refused(log: Path) -> None:
 def test_one_commit_per_batch_gives_the_image_of_one_commit(log: Path) -> None:
     loader = BatchLoader()
     for batch in log_batches():
-        loader.load_batch(batch)
-        loader.flush()
+        loader.load_commit(batch)
     assert canonical_json(loader.image) == canonical_json(replay_paths([log]).image)

@@ -3,7 +3,6 @@ the bootstrap transaction is folded atomically, and every offset of every log re
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
@@ -13,9 +12,10 @@ from kraftlake.image_schema.canonical import canonical_json
 from kraftlake.records import RecordBatch, read_batches, read_snapshot, snapshot_id
 from kraftlake.records import metadata_types as mt
 from kraftlake.replay.delta import QUORUM_CONTROL_TYPES
-from kraftlake.replay.image import EMPTY_IMAGE, MetadataImage
+from kraftlake.replay.errors import ReplayError
+from kraftlake.replay.image import MetadataImage
 from kraftlake.replay.loader import BatchLoader
-from kraftlake.replay.log_replay import cut_batches, replay_paths
+from kraftlake.replay.log_replay import replay_paths
 from tests.replay.builders import Recorder
 
 LOGS = (
@@ -77,8 +77,11 @@ def test_the_bootstrap_transaction_is_folded_atomically(samples_dir: Path, log: 
     path = samples_dir / log
     begin, end, level = bootstrap_transaction(batches_of(path))
     assert begin < end
-    versions = {n: replay_paths([path], n).image.features.metadata_version for n in range(0, end + 2)}
-    assert versions == {**{n: None for n in range(0, end)}, end: level, end + 1: level}
+    for n in range(0, end):
+        with pytest.raises(ReplayError, match=f"offset {n} is before the first published image \\(offset {end}\\)"):
+            replay_paths([path], n)
+    versions = {n: replay_paths([path], n).image.features.metadata_version for n in (end, end + 1)}
+    assert versions == {end: level, end + 1: level}
 
 
 @pytest.mark.parametrize("log", LOGS, ids=lambda s: s.split("/")[0])
@@ -89,52 +92,37 @@ def test_nothing_is_published_before_the_bootstrap_transaction_ends(samples_dir:
     recorder = Recorder()
     loader = BatchLoader(recorder)
     for batch in batches[:20]:
-        loader.load_batch(batch)
-        loader.flush()
+        loader.load_commit(batch)
     first = recorder.updates[0].image
     assert (first.provenance.offset, first.features.metadata_version) == (end, level)
 
 
-def images_at_every_offset(batches: tuple[RecordBatch, ...]) -> Iterator[MetadataImage]:
-    """The image at each offset of the log, reusing work: one loader walks the log committing batch by batch
-    and remembers the last batch boundary outside any transaction; the image at an offset inside a batch is
-    replayed from that boundary only."""
-    walker = BatchLoader()
-    boundary_index, boundary_image = 0, EMPTY_IMAGE
-    for index, batch in enumerate(batches):
-        for offset in range(batch.base_offset, batch.last_offset + 1):
-            loader = BatchLoader(image=boundary_image)
-            for earlier in cut_batches(batches[boundary_index : index + 1], boundary_image.provenance.offset + 1,
-                                       offset):
-                loader.load_batch(earlier)
-            if loader.in_transaction:
-                yield loader.visible_image()
-            else:
-                loader.flush(aligned=offset == batch.last_offset)
-                yield loader.image
-        walker.load_batch(batch)
-        walker.flush()
-        if not walker.in_transaction:
-            boundary_index, boundary_image = index + 1, walker.image
+def published_images(batches: tuple[RecordBatch, ...]) -> list[MetadataImage]:
+    """Every image published walking the log one commit per batch."""
+    published: list[MetadataImage] = []
+    loader = BatchLoader(lambda delta, image, manifest: published.append(image))
+    for batch in batches:
+        loader.load_commit(batch)
+    return published
 
 
 @pytest.mark.parametrize("log", LOGS, ids=lambda s: s.split("/")[0])
 def test_every_offset_replays(samples_dir: Path, log: str) -> None:
+    """`replay --to-offset N` answers with the last image published at or before N (one pass finds them),
+    at a spread of offsets; where a snapshot sits beside the log, its image is the one published there."""
     path = samples_dir / log
     batches = batches_of(path)
     last = batches[-1].last_offset
-    checked = {0, 1, 2, 3, 4, 5, last // 3, last // 2, last - 1, last}
-    beside = {snapshot_end(s) - 1: s for s in path.parent.glob("*-*.checkpoint")}
-    count = 0
-    for offset, image in enumerate(images_at_every_offset(batches)):
-        assert image.provenance.offset == offset
-        if offset in checked:
-            assert canonical_json(image) == canonical_json(replay_paths([path], offset).image), offset
-        if offset in beside:
-            assert canonical_json(image, provenance=False) == canonical_json(replay_paths([beside[offset]]).image,
-                                                                             provenance=False)
-        count += 1
-    assert count == last + 1
+    published = {image.provenance.offset: image for image in published_images(batches)}
+    points = sorted(published)
+    checked = {points[0], points[0] + 1, last // 3, last // 2, last - 1, last}
+    for offset in checked:
+        expected = published[max(point for point in points if point <= offset)]
+        assert canonical_json(expected) == canonical_json(replay_paths([path], offset).image), offset
+    for snapshot in path.parent.glob("*-*.checkpoint"):
+        end = snapshot_end(snapshot) - 1
+        assert canonical_json(published[end], provenance=False) == canonical_json(replay_paths([snapshot]).image,
+                                                                                  provenance=False)
 
 
 @pytest.mark.parametrize("path", (*LOGS, *SNAPSHOTS_BESIDE_LOGS), ids=lambda p: p.split("/")[0] + "/" + Path(p).name)

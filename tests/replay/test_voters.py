@@ -1,6 +1,6 @@
-"""KRaftVersion and KRaftVoters control records (KIP-853) in the `voters` sub-image: in force at their own
-offset, whether a metadata transaction is open around them or not, loaded from snapshots, and recorded as
-row versions at exactly their offset."""
+"""KRaftVersion and KRaftVoters control records (KIP-853) in the `voters` sub-image: published with their
+control batch (each batch is a commit), inside an open metadata transaction with its End, never undone by an
+Abort, loaded from snapshots, and recorded as row versions at the offset of the image that publishes them."""
 
 from __future__ import annotations
 
@@ -20,38 +20,36 @@ def voter(n: int) -> QuorumVoter:
 
 
 def voter_ids(loader: BatchLoader) -> list[int]:
-    return list(loader.visible_image().voters.voters)
+    assert loader.published is not None
+    return list(loader.published.voters.voters)
 
 
-def test_a_voter_change_is_in_the_image_at_its_offset_and_not_before() -> None:
+def test_a_voter_change_is_published_with_its_control_batch_and_not_before() -> None:
     loader = BatchLoader(Recorder())
-    loader.load_batch(control(0, 1, 10, [KV(1), VOTERS(1, 2, 3)]))
-    loader.load_batch(data(2, 1, 10, [MV(21), T("a")]))
-    loader.flush()
+    loader.load_commit(control(0, 1, 10, [KV(1), VOTERS(1, 2, 3)]))
+    loader.load_commit(data(2, 1, 10, [MV(21), T("a")]))
     image = loader.image
     assert image.voters.kraft_version == 1
     assert dict(image.voters.voters) == {1: voter(1), 2: voter(2), 3: voter(3)}
-    loader.load_batch(data(4, 1, 10, [N()]))
+    loader.load_commit(data(4, 1, 10, [N()]))
     assert voter_ids(loader) == [1, 2, 3]  # offset 4: still the old set
-    loader.load_batch(control(5, 1, 10, [VOTERS(1, 2, 3, 4)]))
+    loader.load_commit(control(5, 1, 10, [VOTERS(1, 2, 3, 4)]))
     assert voter_ids(loader) == [1, 2, 3, 4]
-    assert loader.visible_image().topics.by_name.get("a") is not None  # nothing else changed
+    assert loader.published is not None and loader.published.provenance.offset == 5
+    assert loader.published.topics.by_name.get("a") is not None  # nothing else changed
 
 
-def test_inside_a_transaction_the_change_is_visible_at_once_and_survives_the_abort() -> None:
+def test_inside_a_transaction_the_change_is_published_at_its_end_and_survives_the_abort() -> None:
     loader = BatchLoader(Recorder())
-    loader.load_batch(control(0, 1, 10, [KV(1), VOTERS(1, 2, 3)]))
-    loader.load_batch(data(2, 1, 10, [MV(21), B(), T("x")]))
-    loader.load_batch(control(5, 1, 10, [VOTERS(1, 2)]))  # the Raft layer appends between the records
-    visible = loader.visible_image()
-    assert list(visible.voters.voters) == [1, 2] and visible.topics.by_name.get("x") is None  # folded, not voters
-    loader.load_batch(data(6, 1, 10, [A()]))
-    loader.flush()
-    assert list(loader.image.voters.voters) == [1, 2] and loader.image.topics.by_name.get("x") is None
-    loader.load_batch(data(7, 1, 10, [B(), T("y")]))
-    loader.load_batch(control(9, 1, 10, [KV(1)]))
-    loader.load_batch(data(10, 1, 10, [E()]))
-    loader.flush()
+    loader.load_commit(control(0, 1, 10, [KV(1), VOTERS(1, 2, 3)]))
+    loader.load_commit(data(2, 1, 10, [MV(21), B(), T("x")]))
+    loader.load_commit(control(5, 1, 10, [VOTERS(1, 2)]))  # the Raft layer appends between the records
+    assert voter_ids(loader) == [1, 2, 3], "a transaction is open: nothing is published"
+    loader.load_commit(data(6, 1, 10, [A()]))
+    assert voter_ids(loader) == [1, 2] and loader.image.topics.by_name.get("x") is None
+    loader.load_commit(data(7, 1, 10, [B(), T("y")]))
+    loader.load_commit(control(9, 1, 10, [KV(1)]))
+    loader.load_commit(data(10, 1, 10, [E()]))
     assert list(loader.image.voters.voters) == [1, 2] and loader.image.topics.by_name.get("y") is not None
 
 
@@ -60,30 +58,32 @@ def voter_values(n: int) -> tuple:
     return (n, uuid(400 + n), [{"name": "CONTROLLER", "host": f"c{n}", "port": 9093}], 0, 1)
 
 
-def test_row_versions_carry_the_control_records_offsets() -> None:
+def test_row_versions_carry_the_offsets_of_the_images_that_publish_them() -> None:
+    """Before the first metadata record nothing is published: the quorum's rows start with the first image
+    (offset 2, published before the Begin); a change inside the transaction with its End's batch (6)."""
     recorder = ChangeRecorder()
     loader = BatchLoader(None, observer=recorder)
-    loader.load_batch(control(0, 1, 10, [KV(1), VOTERS(1, 2, 3)]))
-    loader.load_batch(data(2, 1, 10, [MV(21), B(), T("x")]))
-    loader.load_batch(control(5, 1, 10, [VOTERS(1, 3, 4)]))  # inside the transaction: at 5, not at its End
-    loader.load_batch(data(6, 1, 10, [E()]))
-    versions = [v for v in recorder.take() if v.table in ("voters", "kraft_version")]
-    assert versions == [
-        RowVersion("kraft_version", ("quorum",), ("quorum", 1), 0),
-        *(RowVersion("voters", (n,), voter_values(n), 1) for n in (1, 2, 3)),
-        RowVersion("voters", (2,), None, 5),
-        RowVersion("voters", (4,), voter_values(4), 5),
-    ]
-    assert sorted(TABLES["voters"].image_rows(loader.visible_image())) == [
+    loader.load_commit(control(0, 1, 10, [KV(1), VOTERS(1, 2, 3)]))
+    loader.load_commit(data(2, 1, 10, [MV(21), B(), T("x")]))
+    loader.load_commit(control(5, 1, 10, [VOTERS(1, 3, 4)]))
+    loader.load_commit(data(6, 1, 10, [E()]))
+    versions = sorted((v for v in recorder.take() if v.table in ("voters", "kraft_version")), key=repr)
+    assert versions == sorted([
+        RowVersion("kraft_version", ("quorum",), ("quorum", 1), 2),
+        *(RowVersion("voters", (n,), voter_values(n), 2) for n in (1, 2, 3)),
+        RowVersion("voters", (2,), None, 6),
+        RowVersion("voters", (4,), voter_values(4), 6),
+    ], key=repr)
+    assert loader.published is not None
+    assert sorted(TABLES["voters"].image_rows(loader.published)) == [
         ((n,), voter_values(n)) for n in (1, 3, 4)
     ]
 
 
 def test_a_snapshot_carries_the_quorum_state_and_one_without_drops_it() -> None:
     loader = BatchLoader(Recorder())
-    loader.load_batch(control(0, 1, 10, [KV(1), VOTERS(1, 2)]))
-    loader.load_batch(data(2, 1, 10, [MV(21), T("a")]))
-    loader.flush()
+    loader.load_commit(control(0, 1, 10, [KV(1), VOTERS(1, 2)]))
+    loader.load_commit(data(2, 1, 10, [MV(21), T("a")]))
     written = snapshot_batches(loader.image, 0)
     header = written[0].records
     assert [type(r.message).__name__ for r in header] == ["SnapshotHeaderRecord", "KRaftVersionRecord", "VotersRecord"]

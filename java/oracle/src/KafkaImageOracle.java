@@ -36,22 +36,24 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.TreeSet;
 import java.util.stream.Stream;
 
 /**
- * Kafka's own MetadataImage at chosen offsets of a KRaft metadata log directory, each written as a snapshot
- * file by Kafka's own snapshot writer: the oracle kraftlake's replay is compared with.
+ * Every image Kafka's own loader publishes for a KRaft metadata log directory, each written once (when its
+ * state differs from the one before) as a snapshot file by Kafka's own snapshot writer: the oracle
+ * kraftlake's replay is compared with at every offset.
  *
- * <p>Usage: {@code KafkaImageOracle LOG_DIR OUT_DIR (--changes | --offsets FILE | OFFSET...)}. For every
- * offset served it writes {@code OUT_DIR/<offset+1>-<epoch>.checkpoint} (Kafka's snapshot naming, so the
- * snapshot id is the image's end offset) and prints {@code OFFSET<TAB>FILE}. {@code --changes} serves every
- * offset whose record changes the image (metadata or the Raft voter state).
+ * <p>Usage: {@code KafkaImageOracle LOG_DIR OUT_DIR --published}. It serves every image Kafka's loader
+ * publishes (one commit per Raft batch) and every change of the Raft voter state, in log order, printing
+ * {@code FROM<TAB>PROVENANCE<TAB>FILE}: FROM is the offset from which the image is in force (a publish inside
+ * a batch: its provenance offset; at the end of a batch: the batch's last offset; a Raft record: its own
+ * offset), FILE ({@code OUT_DIR/<FROM+1>-<epoch>.checkpoint}) is {@code -} when the state (metadata and Raft)
+ * is the previous line's. The image at any offset N is the last line with FROM &lt;= N; none before the
+ * first publish.
  *
  * <p>Records are read with Kafka's RecordsIterator / RecordsSnapshotReader and MetadataRecordSerde, and
  * applied by Kafka's own MetadataBatchLoader (transactions included) with one commit per Raft batch, as a
- * broker catching up sees them. The image at an offset inside a batch is the loader's result for the batch
- * cut after that offset. KRaftVersion and KRaftVoters control records (Kafka's Raft state, which the
+ * broker following the leader sees them. KRaftVersion and KRaftVoters control records (Kafka's Raft state, which the
  * MetadataLoader ignores) go into each snapshot's header batch, as Kafka's snapshot writer puts them.
  */
 public final class KafkaImageOracle {
@@ -63,13 +65,10 @@ public final class KafkaImageOracle {
     };
 
     private final Path outDir;
-    private final TreeSet<Long> wanted;  // null: every offset whose record changes the image
-    private final MetadataBatchLoader walker;
+    private final List<MetadataImage> walkerPublishes = new ArrayList<>();
+    private boolean anyPublished;
+    private MetadataBatchLoader walker;  // not final: its own callback asks it whether it has seen a record
     private MetadataImage walkerImage = MetadataImage.EMPTY;
-    private boolean walkerPublished;
-    /** The image at the last batch boundary outside any transaction, and the batches loaded since. */
-    private MetadataImage boundary = MetadataImage.EMPTY;
-    private final List<Batch<ApiMessageAndVersion>> sinceBoundary = new ArrayList<>();
     private MetadataImage previous = MetadataImage.EMPTY;
     private KRaftVersion kraftVersion = KRaftVersion.KRAFT_VERSION_0;
     private Optional<VoterSet> voters = Optional.empty();
@@ -77,46 +76,35 @@ public final class KafkaImageOracle {
     private long nextOffset = -1;
     private int written;
 
-    private KafkaImageOracle(Path outDir, TreeSet<Long> wanted) {
+    private KafkaImageOracle(Path outDir) {
         this.outDir = outDir;
-        this.wanted = wanted;
+        // MetadataLoader publishes nothing while its batch loader has seen no metadata record (stillNeedToCatchUp
+        // asks hasSeenRecord() in the update callback, before the loader resets to the new image)
         this.walker = new MetadataBatchLoader(LOG_CONTEXT, Time.SYSTEM, FAIL, (delta, image, manifest) -> {
             walkerImage = image;
-            walkerPublished = true;
+            if (this.walker.hasSeenRecord()) {
+                walkerPublishes.add(image);
+            }
         }, SupportedConfigChecker.TRUE);
     }
 
     public static void main(String[] args) {
         try {
-            if (args.length < 3) {
-                throw new IllegalArgumentException(
-                    "usage: KafkaImageOracle LOG_DIR OUT_DIR (--changes | --offsets FILE | OFFSET...)");
+            if (args.length != 3) {
+                throw new IllegalArgumentException("usage: KafkaImageOracle LOG_DIR OUT_DIR --published");
             }
             Path logDir = Path.of(args[0]);
             Path outDir = Path.of(args[1]);
             Files.createDirectories(outDir);
-            KafkaImageOracle oracle = new KafkaImageOracle(outDir, wantedOffsets(args));
+            if (!args[2].equals("--published")) {
+                throw new IllegalArgumentException("usage: KafkaImageOracle LOG_DIR OUT_DIR --published");
+            }
+            KafkaImageOracle oracle = new KafkaImageOracle(outDir);
             oracle.run(logDir);
         } catch (Exception e) {
             System.err.println("kafka oracle: " + (e.getMessage() == null ? e.toString() : e.getMessage()));
             System.exit(2);
         }
-    }
-
-    private static TreeSet<Long> wantedOffsets(String[] args) throws IOException {
-        if (args[2].equals("--changes")) {
-            return null;
-        }
-        List<String> words = args[2].equals("--offsets")
-            ? List.of(Files.readString(Path.of(args[3])).trim().split("\\s+"))
-            : List.of(args).subList(2, args.length);
-        TreeSet<Long> offsets = new TreeSet<>();
-        for (String word : words) {
-            if (!word.isEmpty()) {
-                offsets.add(Long.parseLong(word));
-            }
-        }
-        return offsets;
     }
 
     private void run(Path logDir) throws IOException {
@@ -131,10 +119,6 @@ public final class KafkaImageOracle {
         }
         for (Path segment : segments) {
             loadSegment(segment);
-        }
-        if (wanted != null && !wanted.isEmpty()) {
-            throw new IllegalStateException(logDir + " holds images at offsets " + firstOffset + ".." + (nextOffset - 1)
-                + ": none at offsets " + wanted);
         }
         System.err.println("kafka oracle: wrote " + written + " snapshots to " + outDir);
     }
@@ -182,10 +166,11 @@ public final class KafkaImageOracle {
             MetadataImage image = delta.apply(new MetadataProvenance(reader.lastContainedLogOffset(),
                 reader.lastContainedLogEpoch(), reader.lastContainedLogTimestamp(), true));
             walker.resetToImage(image);
-            walkerImage = boundary = image;
+            walkerImage = image;
             firstOffset = id.offset() - 1;
             nextOffset = id.offset();
-            serve(id.offset() - 1, id.epoch(), image, true);
+            anyPublished = true;
+            emit(id.offset() - 1, id.offset() - 1, id.epoch(), image, true);
         } catch (RuntimeException e) {
             Path file = logDir.resolve(Snapshots.filenameFromSnapshotId(id) + Snapshots.SUFFIX);
             throw new IllegalStateException(file + ": " + e.getMessage(), e);
@@ -217,49 +202,38 @@ public final class KafkaImageOracle {
         if (firstOffset < 0) {
             firstOffset = batch.baseOffset();
         }
-        for (long offset = batch.baseOffset(); offset <= batch.lastOffset(); offset++) {
-            boolean raftChanged = false;
-            if (!batch.controlRecords().isEmpty()) {
-                raftChanged = applyRaftRecord(batch.controlRecords().get((int) (offset - batch.baseOffset())));
-            }
-            if (wanted == null || wanted.contains(offset)) {
-                serve(offset, batch.epoch(), imageAt(batch, offset), raftChanged);
-            }
-        }
-        walkerPublished = false;
-        walker.loadBatch(batch, LeaderAndEpoch.UNKNOWN);
-        walker.maybeFlushBatches(LeaderAndEpoch.UNKNOWN, true);
-        if (walkerPublished && walkerImage.provenance().lastContainedOffset() == batch.lastOffset()) {
-            boundary = walkerImage;
-            sinceBoundary.clear();
-        } else {
-            sinceBoundary.add(batch);
-        }
+        loadPublished(batch);
         nextOffset = batch.lastOffset() + 1;
     }
 
-    /** Kafka's image after `offset`: the batches since the boundary and this one cut after `offset`, loaded
-     * as one commit by a fresh MetadataBatchLoader; what it publishes last is the image (an open transaction
-     * publishes nothing, so the image stays the one before it). */
-    private MetadataImage imageAt(Batch<ApiMessageAndVersion> batch, long offset) {
-        MetadataImage[] published = {boundary};
-        MetadataBatchLoader loader = new MetadataBatchLoader(LOG_CONTEXT, Time.SYSTEM, FAIL,
-            (delta, image, manifest) -> published[0] = image, SupportedConfigChecker.TRUE);
-        loader.resetToImage(boundary);
-        for (Batch<ApiMessageAndVersion> earlier : sinceBoundary) {
-            loader.loadBatch(earlier, LeaderAndEpoch.UNKNOWN);
+    /** --published: one commit per batch; each publish and each Raft state change emitted once. */
+    private void loadPublished(Batch<ApiMessageAndVersion> batch) {
+        for (int i = 0; i < batch.controlRecords().size(); i++) {
+            if (applyRaftRecord(batch.controlRecords().get(i)) && anyPublished) {
+                emit(batch.baseOffset() + i, walkerImage.provenance().lastContainedOffset(), batch.epoch(), walkerImage,
+                    true);
+            }
         }
-        loader.loadBatch(cut(batch, offset), LeaderAndEpoch.UNKNOWN);
-        loader.maybeFlushBatches(LeaderAndEpoch.UNKNOWN, offset == batch.lastOffset());
-        return published[0];
+        walkerPublishes.clear();
+        walker.loadBatch(batch, LeaderAndEpoch.UNKNOWN);
+        int inBatch = walkerPublishes.size();
+        walker.maybeFlushBatches(LeaderAndEpoch.UNKNOWN, true);
+        for (int i = 0; i < walkerPublishes.size(); i++) {
+            MetadataImage image = walkerPublishes.get(i);
+            long provenance = image.provenance().lastContainedOffset();
+            anyPublished = true;
+            emit(i < inBatch ? provenance : batch.lastOffset(), provenance, batch.epoch(), image, false);
+        }
     }
 
-    private static Batch<ApiMessageAndVersion> cut(Batch<ApiMessageAndVersion> batch, long offset) {
-        if (batch.records().isEmpty() || offset == batch.lastOffset()) {
-            return batch;
+    private void emit(long from, long provenance, int epoch, MetadataImage image, boolean raftChanged) {
+        boolean changed = raftChanged || !sameState(image, previous) || written == 0;
+        previous = image;
+        String file = "-";
+        if (changed) {
+            file = writeSnapshot(from, epoch, image);
         }
-        List<ApiMessageAndVersion> kept = batch.records().subList(0, (int) (offset - batch.baseOffset() + 1));
-        return Batch.data(batch.baseOffset(), batch.epoch(), batch.appendTimestamp(), batch.sizeInBytes(), kept);
+        System.out.println(from + "\t" + provenance + "\t" + file);
     }
 
     /** Kafka's Raft state (KIP-853): returns whether the record changed it. */
@@ -276,13 +250,8 @@ public final class KafkaImageOracle {
         }
     }
 
-    /** Writes the image at `offset` when it was asked for, or (in --changes mode) when it changed. */
-    private void serve(long offset, int epoch, MetadataImage image, boolean raftChanged) {
-        boolean changed = raftChanged || !sameState(image, previous);
-        previous = image;
-        if (wanted == null ? !changed : !wanted.remove(offset)) {
-            return;
-        }
+    /** Kafka's image (and the Raft state now) as a snapshot file named for `offset`; returns its name. */
+    private String writeSnapshot(long offset, int epoch, MetadataImage image) {
         OffsetAndEpoch id = new OffsetAndEpoch(offset + 1, epoch);
         RecordsSnapshotWriter.Builder builder = new RecordsSnapshotWriter.Builder()
             .setLastContainedLogTimestamp(image.provenance().lastContainedLogTimeMs())
@@ -300,7 +269,7 @@ public final class KafkaImageOracle {
         }
         writer.close(true);
         written++;
-        System.out.println(offset + "\t" + Snapshots.filenameFromSnapshotId(id) + Snapshots.SUFFIX);
+        return Snapshots.filenameFromSnapshotId(id) + Snapshots.SUFFIX;
     }
 
     /** Equal images but for their provenance. */

@@ -56,6 +56,8 @@ def _session_with_views(
 
     with lake_errors(reader.uri):
         offset = at_offset if at_time is None else reader.offset_at(parse_time(at_time))
+        if offset is not None:
+            reader.answer(offset)  # an offset no image answers is refused before Spark starts
         spark = local_spark("kraftlake-sql", short_lived=True)
         spark.conf.set("spark.sql.session.timeZone", "UTC")  # times print as the ISO-8601 UTC the CLI takes
         register_views(spark, reader, offset)

@@ -1,13 +1,15 @@
 """`kraftlake follow --bootstrap-controllers HOST:PORT[,…]`: a live Apache Kafka cluster's metadata log, fetched
 as a KRaft observer, into the metadata topic, exactly once by offset (see `kraftlake.follow.follower`). Runs until
 interrupted; a rerun resumes from what the topic holds. `kraftlake follow --status FILE` prints where a running
-follower (started with `--status-file FILE`) stands. `kraftlake publish DIR --follow` runs the same follower
+follower (started with `--status-file FILE`) stands: FOLLOWING (exit 0) or STALLED (exit 1, see
+`kraftlake.follow.status`), and the gaps it noticed. `kraftlake publish DIR --follow` runs the same follower
 over a node's directory (`kraftlake.follow.tail`).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import signal
 import threading
@@ -56,7 +58,10 @@ def add_follower_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     parser.add_argument("--log-interval", type=float, default=10.0, help="seconds between position lines")
     parser.add_argument("--status-file", type=Path,
-                        help="rewrite FILE with every position line (read it with `kraftlake follow --status FILE`)")
+                        help="keep FILE up to date with the position (read it with `kraftlake follow --status FILE`)")
+    parser.add_argument("--stall-timeout", type=float, metavar="SECONDS",
+                        help="STALLED after this long without progress while the quorum moves on: the follower "
+                             "reconnects, --status exits 1 (default: [follow] stall_seconds in the config)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,8 +101,9 @@ def print_status(path: Path) -> int:
         status = read_status(path)
     except StatusError as error:
         raise UserFacingError(str(error)) from None
-    print(status.describe(time.time()))
-    return 0
+    now = time.time()
+    print("\n".join(status.describe(now)))
+    return 1 if status.stalled(now) else 0
 
 
 def run_follower(args: argparse.Namespace, source: ObserverConfig | TailConfig) -> int:
@@ -108,13 +114,20 @@ def run_follower(args: argparse.Namespace, source: ObserverConfig | TailConfig) 
     from kraftlake.bridge.publisher import PublisherConfig, PublishError
     from kraftlake.follow.client import FollowError
     from kraftlake.follow.follower import FollowConfig, Follower
-    from kraftlake.settings import load_kraftlake
+    from kraftlake.follow.observer import ObserverConfig
+    from kraftlake.settings import MIN_STALL_SECONDS, load_kraftlake
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    kafka = load_kraftlake(args.config).kafka
+    settings = load_kraftlake(args.config)
+    kafka = settings.kafka
+    stall = settings.follow.stall_seconds if args.stall_timeout is None else args.stall_timeout
+    if stall < MIN_STALL_SECONDS:
+        raise UserFacingError(f"--stall-timeout {stall:g}: at least {MIN_STALL_SECONDS:g} seconds")
+    if isinstance(source, ObserverConfig):
+        source = dataclasses.replace(source, stall_after_s=stall)
     bootstrap = resolve_bootstrap(args.bootstrap_servers or kafka.bootstrap_servers or None)
     publisher = PublisherConfig(bootstrap, topic=args.topic or kafka.topic)
-    config = FollowConfig(source, publisher, args.log_interval, args.status_file)
+    config = FollowConfig(source, publisher, args.log_interval, args.status_file, stall)
     follower = Follower(config, _stop_on_signals())
     try:
         follower.run()

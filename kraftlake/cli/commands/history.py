@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 from kraftlake.cli.commands.warehouse import lake_errors, open_reader, parse_time
 from kraftlake.cli.config import add_warehouse_arguments
+from kraftlake.lake.history import gap_note
 
 KEY_FORMS = (
     "brokers: 1 · partitions: orders-3 · topics: orders · configs: topic:orders[:retention.ms] or broker:[:name] "
@@ -38,22 +38,21 @@ def offset_or_time(reader: Any, text: str | None) -> int | None:
     return int(reader.offset_at(parse_time(text)))
 
 
-def iso_time(time_ms: int) -> str:
-    return "" if time_ms < 0 else datetime.fromtimestamp(time_ms / 1000, UTC).isoformat(timespec="milliseconds")
-
-
 def run_history(args: argparse.Namespace) -> int:
+    from kraftlake.lake.history import iso_time
+
     reader = open_reader(args)
     with lake_errors(reader.uri):
         window = offset_or_time(reader, args.from_), offset_or_time(reader, args.to)
         versions = reader.history(args.table, args.key, *window)
     for version in versions:
         if args.json:
-            print(json.dumps({"offset": version.offset, "time": iso_time(version.time_ms), "change": version.change,
-                              "key": version.key, "before": version.before, "after": version.after}, sort_keys=True))
+            print(json.dumps(version.as_json(), sort_keys=True))
         else:
             key = ",".join(str(part) for part in version.key.values())
             print(f"{version.offset:>10}  {iso_time(version.time_ms):<29}  {version.change:<6}  {key}")
+            if version.gap is not None:
+                print(f"{'':>12}(across a gap: {gap_note(version.gap)})")
             for column in [*version.after, *(c for c in version.before if c not in version.after)]:
                 if version.change == "update":
                     print(f"{'':>12}{column}: {_text(version.before[column])} → {_text(version.after[column])}")

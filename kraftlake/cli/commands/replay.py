@@ -44,6 +44,7 @@ def summary(result: ReplayResult) -> str:
     image = result.image
     provenance = provenance_json(image.provenance)
     lines = [
+        f"asked: offset {result.asked}, answered by the image published at offset {image.provenance.offset}",
         "provenance: " + ", ".join(f"{key} {value}" for key, value in provenance.items()),
         f"replayed: {result.batches} log batches, {result.records} records",
         f"transaction: {result.transaction.value}"

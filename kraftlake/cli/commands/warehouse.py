@@ -138,7 +138,8 @@ def run_image(args: argparse.Namespace) -> int:
         write_chunks(row_line_chunks(image.tables[args.table]), sys.stdout, end=b"")
     else:
         provenance = image.provenance
-        print(f"image at offset {provenance.offset} (epoch {provenance.epoch}, log time {provenance.log_time_ms})")
+        print(f"image at offset {image.asked}: the image published at offset {provenance.offset} (epoch "
+              f"{provenance.epoch}, log time {provenance.log_time_ms})")
         for name, table in image.tables.items():
             print(f"  {name:<18} {table.num_rows:>9} rows")
     return 0
@@ -149,6 +150,7 @@ def run_changes(args: argparse.Namespace) -> int:
     (written from the Arrow columns, `WarehouseReader.change_lines`)."""
     from kraftlake.image_schema.canonical import write_chunks
     from kraftlake.image_schema.json_text import buffer_of
+    from kraftlake.lake.history import gap_note
 
     reader = open_reader(args)
     with lake_errors(reader.uri):
@@ -156,7 +158,12 @@ def run_changes(args: argparse.Namespace) -> int:
         end = args.to_offset if args.to_time is None else reader.offset_at(parse_time(args.to_time))
         if end < start:
             raise UserFacingError(f"the end (offset {end}) is before the start (offset {start})")
-        for name, table in reader.changes(start, end).items():
+        changes = reader.changes(start, end)
+        for gap in reader.gaps():
+            if start < gap.snapshot_end_offset - 1 <= end:
+                print(f"kraftlake changes: {gap_note(gap)} (changes at offset {gap.snapshot_end_offset - 1})",
+                      file=sys.stderr)
+        for name, table in changes.items():
             if (args.table and name != args.table) or not table.num_rows:
                 continue
             write_chunks([buffer_of(reader.change_lines(name, table))], sys.stdout, end=b"")

@@ -1,0 +1,43 @@
+"""`kraftlake ui`: the history explorer, a read-only web app and HTTP API over a warehouse
+(`kraftlake.explorer`; this module only parses and starts it)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from kraftlake.cli.commands.warehouse import lake_errors, open_reader
+from kraftlake.cli.config import add_warehouse_arguments
+from kraftlake.cli.errors import UserFacingError
+
+
+def register(subparsers: Any) -> None:
+    ui = subparsers.add_parser("ui", help="the history explorer: a read-only web app and HTTP API over a warehouse",
+                               epilog="Binds 127.0.0.1 by default. Another --host needs --token (or "
+                                      "$KRAFTLAKE_UI_TOKEN); the URL printed carries it once, as a cookie.")
+    add_warehouse_arguments(ui)
+    ui.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    ui.add_argument("--port", type=int, default=0, help="port (default: a free one, printed)")
+    ui.add_argument("--token", help="access token every request must carry (default: $KRAFTLAKE_UI_TOKEN)")
+    ui.add_argument("--name", default="default", help="the cluster's name in URLs (default: default)")
+    ui.add_argument("--cache-mb", type=int, default=512, help="memory for cached images (default 512)")
+    ui.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
+    ui.set_defaults(handler=run_ui)
+
+
+def run_ui(args: argparse.Namespace) -> int:
+    from kraftlake.explorer.errors import ExplorerError
+    from kraftlake.explorer.server import TOKEN_ENV, ServeOptions, serve
+
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    options = ServeOptions(args.host, args.port, token, args.name, args.cache_mb << 20)
+    reader = open_reader(args)
+    with lake_errors(reader.uri):
+        reader.published_range()  # not a warehouse, or nothing published yet: one line now, not per request
+    try:
+        serve(reader, options, announce=lambda line: print(line, flush=True))
+    except ExplorerError as error:
+        raise UserFacingError(str(error)) from None
+    return 0

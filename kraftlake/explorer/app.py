@@ -1,0 +1,347 @@
+"""`create_app(settings)`: the explorer as one ASGI app, its JSON API under `/api/v1` and its pages under
+`/clusters/{cluster}` (assets under `/-/`, a prefix no cluster takes).
+
+Read-only by construction: every route is a GET over `WarehouseReader`. Errors are RFC 9457 problem+json
+whose `detail` is the CLI's one line (the reader's own message for a moment it cannot answer). With a token,
+every request must carry it (`Authorization: Bearer`, or the cookie a `?token=` link sets once); the allowed
+Host names stop a web page from reaching a loopback server through DNS rebinding.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+from deltalake.exceptions import DeltaError
+from fastapi import APIRouter, FastAPI, Query, Request
+from fastapi import Path as PathParam
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+from kraftlake.explorer import timeline as tl
+from kraftlake.explorer.errors import BadRequest, ExplorerError, NotFound
+from kraftlake.explorer.moments import parse_time
+from kraftlake.explorer.schemas import (
+    BrokerSpan,
+    ChangesPage,
+    Cluster,
+    Epoch,
+    Event,
+    Gap,
+    HistoryPage,
+    HistoryRange,
+    ImageSummary,
+    Moment,
+    Point,
+    PrincipalHistory,
+    Problem,
+    RowsPage,
+    TimelineOut,
+    TopicsPage,
+    TopicSummary,
+)
+from kraftlake.explorer.service import Explorer
+from kraftlake.image_schema.tables import TABLES
+from kraftlake.lake.errors import LakeError, TimeTravelError, UnknownKeyError
+from kraftlake.lake.history import iso_time
+from kraftlake.lake.store_errors import store_failure
+
+API = "/api/v1"
+STATIC = Path(__file__).parent / "static"
+TOKEN_COOKIE = "kraftlake_ui_token"
+EVENTS_SHOWN = 1000
+BUCKETS = 1000  # points per series when zoomed out: about one per pixel of a wide screen
+PROBLEM = "application/problem+json"
+DETAIL_CHARS = 600
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One explorer: the warehouse's reads (`explorer`), who may ask (`token`, `allowed_hosts`)."""
+
+    explorer: Explorer
+    token: str | None = None
+    allowed_hosts: list[str] = field(default_factory=lambda: ["*"])
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())[:DETAIL_CHARS]
+
+
+def problem_for(error: Exception) -> tuple[int, str, str] | None:
+    """(status, title, one-line detail) of an error a request may meet; None: a bug (500)."""
+    if isinstance(error, ExplorerError):
+        return error.status, error.title, one_line(str(error))
+    if isinstance(error, TimeTravelError | UnknownKeyError):
+        return 404, "Not in the history", one_line(str(error))
+    if isinstance(error, LakeError):
+        return 409, "Warehouse refused", one_line(str(error))
+    if isinstance(error, Exception) and (line := store_failure("", error)) is not None:
+        return 502, "Store unavailable", one_line(line.removeprefix("warehouse : "))
+    return None
+
+
+def problem_response(status: int, title: str, detail: str) -> JSONResponse:
+    return JSONResponse(Problem(title=title, status=status, detail=detail).model_dump(), status_code=status,
+                        media_type=PROBLEM)
+
+
+# every refusal a route may answer, so the OpenAPI schema lists it
+REFUSALS: dict[int | str, dict[str, Any]] = {
+    status: {"model": Problem, "description": title, "content": {PROBLEM: {}}}
+    for status, title in ((400, "Bad request"), (401, "Token missing or wrong"), (404, "Not in the history"),
+                          (409, "Warehouse refused"), (422, "Invalid parameter"), (502, "Store unavailable"))
+}
+
+Page = Annotated[int, Query(ge=1, le=1_000_000, description="page number, from 1")]
+Size = Annotated[int, Query(ge=1, le=500, description="rows per page")]
+At = Annotated[str | None, Query(max_length=64, description="an offset, or an ISO-8601 time (UTC if no zone); "
+                                                            "default: the last published image")]
+Search = Annotated[str | None, Query(max_length=200, description="keep rows containing this text")]
+ClusterName = Annotated[str, PathParam(max_length=64, description="the cluster's name (`kraftlake ui --name`)")]
+TableName = Annotated[str, PathParam(max_length=64, description="a sub-image table: brokers, partitions, …")]
+Sort = Annotated[str | None, Query(max_length=64, description="order by this column")]
+
+
+def api_router(settings: Settings) -> APIRouter:
+    """The JSON API; the pages read through the same `Explorer`."""
+    explorer = settings.explorer
+    router = APIRouter(prefix=API, responses=REFUSALS)
+
+    def known(cluster: str) -> Explorer:
+        if cluster != explorer.cluster:
+            raise NotFound(f"no cluster {cluster!r}; clusters: {explorer.cluster}")
+        return explorer
+
+    @router.get("/clusters", response_model=list[Cluster], tags=["clusters"])
+    def clusters() -> list[Cluster]:
+        return [Cluster(name=explorer.cluster, warehouse=explorer.reader.uri)]
+
+    @router.get("/clusters/{cluster}", response_model=HistoryRange, tags=["clusters"])
+    def history_range(cluster: ClusterName) -> HistoryRange:
+        ex = known(cluster)
+        first, last = ex.reader.published_range()
+        times = ex.reader.offset_times([first, last])
+        return HistoryRange(cluster=ex.cluster, warehouse=ex.reader.uri, first_offset=first, last_offset=last,
+                            first_time=iso_time(times[first]), last_time=iso_time(times[last]),
+                            gaps=[Gap(first=a, last=b) for a, b in ex.gaps()],
+                            tables=list(TABLES))
+
+    @router.get("/clusters/{cluster}/offset", response_model=Moment, tags=["clusters"])
+    def offset(cluster: ClusterName, at: At = None) -> Moment:
+        """The offset a moment names (a time: the reader's time → offset rule)."""
+        ex = known(cluster)
+        found = ex.offset(at)
+        return Moment(offset=found, time=iso_time(ex.time_of(found)))
+
+    @router.get("/clusters/{cluster}/timeline", response_model=TimelineOut, tags=["timeline"])
+    def timeline(cluster: ClusterName,
+                 from_: Annotated[str | None, Query(alias="from", max_length=64, description="ISO-8601 time")] = None,
+                 to: Annotated[str | None, Query(max_length=64, description="ISO-8601 time")] = None,
+                 focus_table: Annotated[str | None, Query(max_length=64)] = None,
+                 focus_key: Annotated[str | None, Query(max_length=200)] = None) -> TimelineOut:
+        return timeline_out(known(cluster), from_, to, focus_table, focus_key)
+
+    @router.get("/clusters/{cluster}/image", response_model=ImageSummary, tags=["image"])
+    def image(cluster: ClusterName, at: At = None) -> ImageSummary:
+        ex = known(cluster)
+        view = ex.image(ex.offset(at))
+        p = view.provenance
+        return ImageSummary(offset=p.offset, epoch=p.epoch, time=iso_time(p.log_time_ms),
+                            rows={name: table.num_rows for name, table in view.tables.items()})
+
+    @router.get("/clusters/{cluster}/image/{table}", response_model=RowsPage, tags=["image"])
+    def table_rows(cluster: ClusterName, table: TableName, at: At = None,
+                   q: Search = None, sort: Sort = None, desc: bool = False, page: Page = 1,
+                   size: Size = 50) -> RowsPage:
+        """A page of one sub-image table at the moment (rows as `kraftlake image --table` prints them)."""
+        ex = known(cluster)
+        at_offset = ex.offset(at)
+        found = ex.table_page(at_offset, table, q, sort, desc, page, size)
+        return RowsPage(offset=at_offset, table=table, total=found.total, page=page, size=size, rows=found.rows)
+
+    @router.get("/clusters/{cluster}/topics", response_model=TopicsPage, tags=["image"])
+    def topics(cluster: ClusterName, at: At = None, q: Search = None, sort: Sort = None, desc: bool = False,
+               page: Page = 1, size: Size = 100) -> TopicsPage:
+        """Topics at the moment with their partition counts (under-replicated, under min ISR, offline)."""
+        ex = known(cluster)
+        at_offset = ex.offset(at)
+        found = ex.topics_page(at_offset, q, sort, desc, page, size)
+        return TopicsPage(offset=at_offset, total=found.total, page=page, size=size,
+                          topics=[TopicSummary(**row) for row in found.rows])
+
+    @router.get("/clusters/{cluster}/topics/{topic}/partitions", response_model=RowsPage, tags=["image"])
+    def partitions(cluster: ClusterName, topic: Annotated[str, PathParam(max_length=255)], at: At = None,
+                   only: Annotated[str | None, Query(max_length=32, description="under_replicated, "
+                                                     "under_min_isr or offline")] = None,
+                   page: Page = 1, size: Size = 100) -> RowsPage:
+        ex = known(cluster)
+        at_offset = ex.offset(at)
+        found = ex.partitions_page(at_offset, topic, only, page, size)
+        return RowsPage(offset=at_offset, table="partitions", total=found.total, page=page, size=size,
+                        rows=found.rows)
+
+    @router.get("/clusters/{cluster}/changes", response_model=ChangesPage, tags=["changes"])
+    def changes(cluster: ClusterName,
+                from_: Annotated[str, Query(alias="from", max_length=64, description="an offset or a time")],
+                to: Annotated[str, Query(max_length=64, description="an offset or a time")],
+                table: Annotated[str | None, Query(max_length=64)] = None, q: Search = None,
+                page: Page = 1, size: Size = 100) -> ChangesPage:
+        """What changed in (from, to], per table, before → after (the `changes` rule)."""
+        ex = known(cluster)
+        start, end = ex.offset(from_), ex.offset(to)
+        counts, found = ex.changes_page(start, end, table, q, page, size)
+        shown = table or next((name for name, count in counts.items() if count), None)
+        return ChangesPage(from_offset=start, to_offset=end, counts=counts, table=shown, total=found.total,
+                           page=page, size=size, changes=found.rows)
+
+    @router.get("/clusters/{cluster}/history/{table}", response_model=HistoryPage, tags=["history"])
+    def history(cluster: ClusterName, table: TableName,
+                key: Annotated[str, Query(min_length=1, max_length=300, description="as `kraftlake history "
+                                          "--key` takes it: 1, orders-3, topic:orders:retention.ms, …")],
+                from_: Annotated[str | None, Query(alias="from", max_length=64)] = None,
+                to: Annotated[str | None, Query(max_length=64)] = None,
+                page: Page = 1, size: Size = 100) -> HistoryPage:
+        """Every version of one row (the `history` rule)."""
+        ex = known(cluster)
+        start = ex.offset(from_) if from_ else None
+        end = ex.offset(to) if to else None
+        found = ex.history_page(table, key, start, end, page, size)
+        return HistoryPage(table=table, key=key, total=found.total, page=page, size=size, versions=found.rows)
+
+    @router.get("/clusters/{cluster}/principals/{principal}", response_model=PrincipalHistory, tags=["history"])
+    def principal(cluster: ClusterName, principal: Annotated[str, PathParam(max_length=300, description=(
+            "User:alice, or alice"))]) -> PrincipalHistory:
+        """Every version of a principal's ACLs, SCRAM credentials and user quotas."""
+        return PrincipalHistory(principal=principal, tables=known(cluster).principal_history(principal))
+
+    return router
+
+
+def timeline_out(ex: Explorer, from_text: str | None, to_text: str | None, focus_table: str | None,
+                 focus_key: str | None) -> TimelineOut:
+    """The timeline in a time window (default: the whole history), thinned for drawing."""
+    line = ex.timeline()
+    first_time, last_time = (int(t) for t in line.clock.times(np.array([line.first_offset, line.last_offset])))
+    if len(line.clock.times_ms):  # the history before the first image is drawn too
+        first_time = min(first_time, int(line.clock.times_ms[0]))
+    low = parse_time(from_text) if from_text else first_time
+    high = parse_time(to_text) if to_text else last_time
+    if high < low:
+        raise BadRequest(f"the window's end ({to_text}) is before its start ({from_text})")
+
+    def points(series: tl.Series) -> list[Point]:
+        return [Point(offset=o, time=t, value=v) for o, t, v in tl.window(series, low, high, BUCKETS)]
+
+    brokers = {str(broker): [_span(line, span) for span in spans] for broker, spans in line.brokers.items()}
+    focus: list[Point] = []
+    if focus_table and focus_key:
+        versions = ex.reader.history(focus_table, focus_key)
+        codes = {"insert": 0, "update": 1, "delete": 2}
+        focus = [Point(offset=v.offset, time=v.time_ms, value=codes[v.change]) for v in versions]
+        if focus_table == "brokers" and focus_key.strip() in brokers:
+            brokers = {focus_key.strip(): brokers[focus_key.strip()]}
+    events = line.events
+    inside = np.flatnonzero((events.times >= low) & (events.times <= high))
+    shown = inside[np.linspace(0, len(inside) - 1, EVENTS_SHOWN).astype(int)] if len(inside) > EVENTS_SHOWN \
+        else inside
+    gaps = ex.gaps()
+    gap_times = [tuple(int(t) for t in line.clock.times(np.array(gap))) for gap in gaps]
+    epoch_times = line.clock.times(np.array([o for e in line.epochs for o in e[1:]], dtype=np.int64)).tolist()
+    return TimelineOut(
+        first_offset=line.first_offset, last_offset=line.last_offset, first_time=first_time, last_time=last_time,
+        from_time=low, to_time=high, gaps=[Gap(first=a, last=b) for a, b in gaps],
+        gap_times=[Gap(first=a, last=b) for a, b in gap_times],
+        brokers=brokers,
+        series={"under_replicated": points(line.under_replicated), "under_min_isr": points(line.under_min_isr),
+                "offline": points(line.offline)},
+        leaders={str(broker): points(series) for broker, series in line.leaders.items()},
+        epochs=[Epoch(epoch=e, from_offset=a, to_offset=b, from_time=epoch_times[2 * i],
+                      to_time=epoch_times[2 * i + 1]) for i, (e, a, b) in enumerate(line.epochs)],
+        events=[Event(offset=int(events.offsets[i]), time=int(events.times[i]), table=events.tables[i],
+                      key=events.keys[i], change=events.changes[i]) for i in shown],
+        events_total=len(inside), focus=focus,
+    )
+
+
+def _span(line: tl.Timeline, span: tl.Span) -> BrokerSpan:
+    start = int(line.clock.times(np.array([span.start]))[0])
+    end = None if span.end is None else int(line.clock.times(np.array([span.end]))[0])
+    return BrokerSpan(state=span.state, from_offset=span.start, to_offset=span.end, from_time=start, to_time=end)
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """The app over one warehouse. Swagger's page is left out: it loads its script from a CDN."""
+    from kraftlake.explorer.pages import page_router
+
+    app = FastAPI(title="kraftlake explorer", version="1", openapi_url=f"{API}/openapi.json", docs_url=None,
+                  redoc_url=None, summary="The history of a Kafka cluster's KRaft metadata, read-only.")
+    app.include_router(api_router(settings))
+    app.include_router(page_router(settings))
+    app.mount("/-/static", StaticFiles(directory=STATIC), name="static")
+
+    def is_api(request: Request) -> bool:
+        return request.url.path.startswith("/api/")
+
+    async def refused(request: Request, status: int, title: str, detail: str) -> Response:
+        if is_api(request):
+            return problem_response(status, title, detail)
+        from kraftlake.explorer.pages import error_page
+
+        return error_page(request, settings, status, title, detail)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, error: RequestValidationError) -> Response:
+        first = error.errors()[0] if error.errors() else {"loc": (), "msg": "invalid request"}
+        where = ".".join(str(part) for part in first.get("loc", ()) if part not in ("query", "path"))
+        return await refused(request, 422, "Invalid parameter", one_line(f"{where}: {first.get('msg', '')}"))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> Response:
+        return await refused(request, error.status_code, str(error.detail), one_line(
+            f"{request.method} {request.url.path}: {error.detail}"))
+
+    async def expected(request: Request, error: Exception) -> Response:
+        known_problem = problem_for(error)
+        if known_problem is None:
+            return await refused(request, 500, "Internal error", one_line(f"{type(error).__name__}: {error}"))
+        return await refused(request, *known_problem)
+
+    for kind in (ExplorerError, LakeError, OSError, DeltaError):  # a store's failures come as these two
+        app.add_exception_handler(kind, expected)
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        """The token (when one is set), and headers that keep pages from loading anything but the app's own
+        assets and from being framed."""
+        if settings.token is not None:
+            given = request.query_params.get("token")
+            if given is not None and hmac.compare_digest(given.encode(), settings.token.encode()):
+                kept = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+                target = request.url.replace_query_params(**dict(kept)) if kept else request.url.remove_query_params(
+                    "token")
+                redirect = RedirectResponse(str(target), status_code=303)
+                redirect.set_cookie(TOKEN_COOKIE, settings.token, httponly=True, samesite="strict")
+                return redirect
+            bearer = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+            cookie = request.cookies.get(TOKEN_COOKIE, "")
+            if not any(hmac.compare_digest(c.encode(), settings.token.encode()) for c in (bearer, cookie) if c):
+                return problem_response(401, "Token missing or wrong", "this explorer needs its access token: "
+                                        "open the link `kraftlake ui` printed, or send 'Authorization: Bearer …'")
+        response = await call_next(request)
+        response.headers["Content-Security-Policy"] = (
+            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+            "frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        return response
+
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_hosts)
+    return app

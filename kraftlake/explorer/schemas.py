@@ -1,0 +1,171 @@
+"""The API's JSON shapes (and so its OpenAPI schema). Rows, changes and versions are the CLI's `--json` lines
+unchanged (`image --table`, `changes`, `history --json`): the same writers produce both, so a script can move
+between the two without translating."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class Problem(BaseModel):
+    """An error (RFC 9457 problem details): `detail` is the CLI's one-line message."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str
+
+
+class Cluster(BaseModel):
+    name: str
+    warehouse: str
+
+
+class Gap(BaseModel):
+    """Offsets `first`..`last` the history lacks (Kafka deleted them before they were read)."""
+
+    first: int
+    last: int
+
+
+class HistoryRange(BaseModel):
+    """What the warehouse can answer: its first and last published image, and the holes in between."""
+
+    cluster: str
+    warehouse: str
+    first_offset: int
+    last_offset: int
+    first_time: str
+    last_time: str
+    gaps: list[Gap] = Field(description="offsets the history lacks; drawn as gaps")
+    tables: list[str]
+
+
+class Moment(BaseModel):
+    """An offset and the append time of the batch holding it (ISO-8601 UTC, "" when unknown)."""
+
+    offset: int
+    time: str
+
+
+class ImageSummary(BaseModel):
+    """The image at a moment: where it comes from and how many rows each table holds."""
+
+    offset: int
+    epoch: int
+    time: str
+    rows: dict[str, int]
+
+
+class RowsPage(BaseModel):
+    """A page of a table's rows at `offset`, each as `kraftlake image --table` prints it."""
+
+    offset: int
+    table: str
+    total: int
+    page: int
+    size: int
+    rows: list[dict[str, Any]]
+
+
+class TopicSummary(BaseModel):
+    topic_id: str
+    name: str
+    partitions: int
+    under_replicated: int
+    under_min_isr: int
+    offline: int
+
+
+class TopicsPage(BaseModel):
+    offset: int
+    total: int
+    page: int
+    size: int
+    topics: list[TopicSummary]
+
+
+class ChangesPage(BaseModel):
+    """What changed in (from_offset, to_offset]: per table the count (after the filter), and a page of one
+    table's changes, each as `kraftlake changes` prints it."""
+
+    from_offset: int
+    to_offset: int
+    counts: dict[str, int]
+    table: str | None
+    total: int
+    page: int
+    size: int
+    changes: list[dict[str, Any]]
+
+
+class HistoryPage(BaseModel):
+    """Every version of one row, each as `kraftlake history --json` prints it."""
+
+    table: str
+    key: str
+    total: int
+    page: int
+    size: int
+    versions: list[dict[str, Any]]
+
+
+class PrincipalHistory(BaseModel):
+    """Every version of the rows that name a principal, per table (acls, scram_credentials, client_quotas),
+    each as `kraftlake history --json` prints it."""
+
+    principal: str
+    tables: dict[str, list[dict[str, Any]]]
+
+
+class Point(BaseModel):
+    offset: int
+    time: int = Field(description="epoch milliseconds")
+    value: int
+
+
+class BrokerSpan(BaseModel):
+    state: str = Field(description="registered, fenced, controlled_shutdown or unregistered")
+    from_offset: int
+    to_offset: int | None
+    from_time: int
+    to_time: int | None
+
+
+class Epoch(BaseModel):
+    epoch: int
+    from_offset: int
+    to_offset: int
+    from_time: int
+    to_time: int
+
+
+class Event(BaseModel):
+    offset: int
+    time: int
+    table: str
+    key: str = Field(description="the row, as `kraftlake history --key` takes it")
+    change: str
+
+
+class TimelineOut(BaseModel):
+    """The history between `from_time` and `to_time` (epoch ms): each series' points inside the window and
+    the one before it, thinned to the highest and last point per pixel-sized bucket when there are more."""
+
+    first_offset: int
+    last_offset: int
+    first_time: int
+    last_time: int
+    from_time: int
+    to_time: int
+    gaps: list[Gap]
+    gap_times: list[Gap] = Field(description="the gaps' first and last append times (epoch ms)")
+    brokers: dict[str, list[BrokerSpan]]
+    series: dict[str, list[Point]]
+    leaders: dict[str, list[Point]]
+    epochs: list[Epoch]
+    events: list[Event]
+    events_total: int
+    focus: list[Point] = Field(description="versions of the focused row (value: 0 insert, 1 update, 2 delete)")

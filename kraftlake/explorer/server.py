@@ -1,0 +1,86 @@
+"""Serving the explorer: which interface, which token, which Host names; then uvicorn.
+
+Loopback is the default. Any other interface carries the warehouse's metadata (topic names, principals,
+hosts) beyond the machine, so it needs an access token (or a reverse proxy with its own authentication in
+front of a loopback server); without one the server refuses to start, in one line.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kraftlake.explorer.app import Settings, create_app
+from kraftlake.explorer.errors import UnsafeBind
+from kraftlake.explorer.service import DEFAULT_CACHE_BYTES, Explorer
+from kraftlake.lake.reader import WarehouseReader
+
+LOOPBACK_NAMES = ("localhost",)
+TOKEN_ENV = "KRAFTLAKE_UI_TOKEN"
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    host: str = "127.0.0.1"
+    port: int = 0  # 0: a free port
+    token: str | None = None
+    cluster: str = "default"
+    cache_bytes: int = DEFAULT_CACHE_BYTES
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(options: ServeOptions) -> None:
+    """Refuse a non-loopback interface without a token (UnsafeBind)."""
+    if not is_loopback(options.host) and not options.token:
+        raise UnsafeBind(f"--host {options.host} serves the warehouse beyond this machine: give --token (or "
+                         f"${TOKEN_ENV}), or keep 127.0.0.1 behind a reverse proxy that authenticates")
+    if options.token is not None and len(options.token) < 16:
+        raise UnsafeBind("--token must be at least 16 characters (e.g. `python -c 'import secrets; "
+                         "print(secrets.token_urlsafe())'`)")
+
+
+def allowed_hosts(options: ServeOptions) -> list[str]:
+    """Loopback without a token: only loopback Host names (a page elsewhere cannot rebind a name of its own to
+    127.0.0.1 and read the API). With a token, any (the token protects it)."""
+    return ["*"] if options.token else sorted({"127.0.0.1", "localhost", "[::1]", "::1", options.host})
+
+
+def bound_socket(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before the URL is announced: a client may connect as soon as it reads it,
+    and no other process can take the port in between."""
+    bare = host.strip("[]")
+    sock = socket.socket(socket.AF_INET6 if ":" in bare else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((bare, port))
+    except OSError as error:
+        sock.close()
+        raise UnsafeBind(f"cannot listen on {host}:{port}: {error.strerror}") from None
+    sock.listen(128)
+    return sock
+
+
+def serve(reader: WarehouseReader, options: ServeOptions, announce: Callable[[str], None] = print) -> None:
+    """Run the explorer until interrupted; `announce` receives its URL (with the token, to open once)."""
+    import uvicorn
+
+    check_bind(options)
+    sock = bound_socket(options.host, options.port)
+    port = sock.getsockname()[1]
+    explorer = Explorer(reader, options.cluster, options.cache_bytes)
+    app = create_app(Settings(explorer, options.token, allowed_hosts(options)))
+    shown = f"[{options.host.strip('[]')}]" if ":" in options.host else options.host
+    suffix = f"/?token={options.token}" if options.token else "/"
+    announce(f"kraftlake ui: http://{shown}:{port}{suffix}  (warehouse {reader.uri}; Ctrl-C stops)")
+    config = uvicorn.Config(app, log_level="warning", access_log=False, server_header=False)
+    uvicorn.Server(config).run(sockets=[sock])

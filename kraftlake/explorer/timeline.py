@@ -1,0 +1,342 @@
+"""The whole history on one time axis, computed from the `_history` tables and `batches` with Arrow and numpy
+(the explorer serves requests: a Spark session would cost seconds to start and a gigabyte to keep).
+
+The series follow the summary views' rules (`kraftlake.analytics.summaries`, tested against the same
+scenario): a partition is under-replicated when its ISR is smaller than its replicas, offline without a
+leader, under min ISR when its ISR is below min.insync.replicas (the topic's, else the cluster default, else
+1); a broker is registered, fenced, in controlled shutdown or unregistered. Each series is a step function:
+(offset, value) after every offset where the value changed. Times are the append time of the batch holding
+an offset (`Clock`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kraftlake.image_schema.tables import TABLES
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.scan import Where
+from kraftlake.lake.warehouse import BATCHES
+
+MIN_ISR = "min.insync.replicas"
+# tables whose changes are events on the timeline, with how users name a row (the `history` key form)
+EVENT_TABLES = ("topics", "configs", "client_quotas", "acls", "scram_credentials", "delegation_tokens", "features",
+                "controllers", "voters", "kraft_version")
+BROKER_STATES = ("registered", "fenced", "controlled_shutdown", "unregistered")
+
+
+@dataclass(frozen=True)
+class Series:
+    """A step function: `values[i]` holds from `offsets[i]` until the next offset; `times` are their times."""
+
+    offsets: np.ndarray
+    values: np.ndarray
+    times: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def timed(self, clock: Clock) -> Series:
+        return Series(self.offsets, self.values, clock.times(self.offsets))
+
+
+@dataclass(frozen=True)
+class Span:
+    state: str
+    start: int
+    end: int | None  # None: still in this state at the last published image
+
+
+@dataclass(frozen=True)
+class Events:
+    """Changes of the event tables, in offset order: `change` is insert / update / delete, `key` the row as
+    `kraftlake history --key` takes it."""
+
+    offsets: np.ndarray
+    times: np.ndarray
+    tables: list[str]
+    keys: list[str]
+    changes: list[str]
+
+
+@dataclass(frozen=True)
+class Clock:
+    """Offset → append time: the batch holding the offset, else the last batch before it (the first batch's
+    time before all of them)."""
+
+    bases: np.ndarray
+    times_ms: np.ndarray
+
+    def times(self, offsets: np.ndarray) -> np.ndarray:
+        if len(self.bases) == 0:
+            return np.full(len(offsets), -1, dtype=np.int64)
+        at = np.searchsorted(self.bases, offsets, side="right") - 1
+        return self.times_ms[np.maximum(at, 0)]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    first_offset: int
+    last_offset: int
+    clock: Clock
+    brokers: dict[int, list[Span]]
+    under_replicated: Series
+    under_min_isr: Series
+    offline: Series
+    leaders: dict[int, Series]
+    epochs: list[tuple[int, int, int]]  # (epoch, first offset, last offset)
+    events: Events
+
+
+def build_timeline(reader: WarehouseReader) -> Timeline:
+    """The timeline up to the last published image (whole images only, the reader's rule)."""
+    first, last = reader.published_range()
+    batches = reader.scan(BATCHES, [Where("base_offset", "<=", last)],
+                          ["base_offset", "last_offset", "epoch", "append_time_ms"]).sort_by("base_offset")
+    clock = Clock(batches["base_offset"].to_numpy(), batches["append_time_ms"].to_numpy())
+    partitions = reader.history_rows("partitions", (), ["topic_id", "topic_name", "partition_id", "from_offset",
+                                                        "deleted", "isr", "replicas", "leader"])
+    versions = _PartitionVersions.of(partitions)
+    min_isr = reader.history_rows("configs", [Where("name", "=", MIN_ISR)])
+    return Timeline(
+        first_offset=first, last_offset=last, clock=clock,
+        brokers=broker_spans(reader.history_rows("brokers", (), ["broker_id", "from_offset", "deleted", "fenced",
+                                                                "in_controlled_shutdown"])),
+        under_replicated=versions.count(versions.under_replicated()).timed(clock),
+        under_min_isr=versions.under_min_isr(min_isr).timed(clock),
+        offline=versions.count(versions.offline()).timed(clock),
+        leaders={broker: series.timed(clock) for broker, series in versions.leaders().items()},
+        epochs=_epochs(batches),
+        events=_events(reader, clock),
+    )
+
+
+def broker_spans(rows: pa.Table) -> dict[int, list[Span]]:
+    """Each broker's runs of one state, in offset order (a state repeated by a later version is one run)."""
+    spans: dict[int, list[Span]] = defaultdict(list)
+    for row in rows.sort_by([("broker_id", "ascending"), ("from_offset", "ascending")]).to_pylist():
+        state = ("unregistered" if row["deleted"] else "fenced" if row["fenced"]
+                 else "controlled_shutdown" if row["in_controlled_shutdown"] else "registered")
+        runs = spans[row["broker_id"]]
+        if runs and runs[-1].state == state:
+            continue
+        if runs:
+            runs[-1] = Span(runs[-1].state, runs[-1].start, row["from_offset"])
+        runs.append(Span(state, row["from_offset"], None))
+    return dict(spans)
+
+
+@dataclass(frozen=True)
+class _PartitionVersions:
+    """Partition versions sorted by key, then offset; `first` marks each key's first version."""
+
+    offsets: np.ndarray
+    key: np.ndarray  # a dense key number per (topic_id, partition_id)
+    first: np.ndarray
+    deleted: np.ndarray
+    isr: np.ndarray
+    replicas: np.ndarray
+    leader: np.ndarray
+    topic_names: list[str | None]  # per key number
+
+    @staticmethod
+    def of(rows: pa.Table) -> _PartitionVersions:
+        topic = pc.dictionary_encode(rows["topic_id"]).combine_chunks().indices.to_numpy(zero_copy_only=False)
+        partition = rows["partition_id"].to_numpy(zero_copy_only=False).astype(np.int64)
+        offsets = rows["from_offset"].to_numpy(zero_copy_only=False)
+        order = np.lexsort((offsets, partition, topic))
+        pairs = topic[order].astype(np.int64) << 32 | partition[order]
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = pairs[1:] != pairs[:-1]
+        key = np.cumsum(first) - 1
+        deleted = pc.fill_null(rows["deleted"], False).to_numpy(zero_copy_only=False)[order]
+        names = rows["topic_name"].to_pylist()
+        return _PartitionVersions(
+            offsets=offsets[order], key=key, first=first, deleted=deleted,
+            isr=_lengths(rows["isr"])[order], replicas=_lengths(rows["replicas"])[order],
+            leader=np.where(deleted, -1, pc.fill_null(rows["leader"], -1).to_numpy(zero_copy_only=False)[order]),
+            topic_names=[names[i] for i in order[first]],
+        )
+
+    def under_replicated(self) -> np.ndarray:
+        return (~self.deleted & (self.isr < self.replicas)).astype(np.int64)
+
+    def offline(self) -> np.ndarray:
+        return (~self.deleted & (self.leader < 0)).astype(np.int64)
+
+    def count(self, flags: np.ndarray) -> Series:
+        """How many keys have the flag after each offset where that changed."""
+        previous = np.zeros_like(flags)
+        previous[1:] = flags[:-1]
+        previous[self.first] = 0
+        return _summed(self.offsets, flags - previous)
+
+    def leaders(self) -> dict[int, Series]:
+        """Per broker, how many partitions it leads after each offset where that changed."""
+        previous = np.full_like(self.leader, -1)
+        previous[1:] = self.leader[:-1]
+        previous[self.first] = -1
+        moved = self.leader != previous
+        gained, lost = moved & (self.leader >= 0), moved & (previous >= 0)
+        brokers = np.concatenate([self.leader[gained], previous[lost]])
+        offsets = np.concatenate([self.offsets[gained], self.offsets[lost]])
+        steps = np.concatenate([np.ones(gained.sum(), np.int64), -np.ones(lost.sum(), np.int64)])
+        return {int(broker): _summed(offsets[brokers == broker], steps[brokers == broker])
+                for broker in np.unique(brokers)}
+
+    def under_min_isr(self, configs: pa.Table) -> Series:
+        """Partitions whose ISR is below the min.insync.replicas in force: without such configs, below 1 (an
+        empty ISR); with them, a sweep in offset order, since a config change moves every partition of its
+        topic (or, for the cluster default, every partition) at once."""
+        alive_isr = np.where(self.deleted, -1, self.isr)
+        if configs.num_rows == 0:
+            return self.count(((alive_isr >= 0) & (alive_isr < 1)).astype(np.int64))
+        levels = [(row["from_offset"], row["resource_type"], row["resource_name"],
+                   -1 if row["deleted"] else _int_or(row["value"], -1))
+                  for row in configs.sort_by("from_offset").to_pylist()]
+        keys_of_topic: dict[str | None, list[int]] = defaultdict(list)
+        for number, name in enumerate(self.topic_names):
+            keys_of_topic[name].append(number)
+        size = np.full(len(self.topic_names), -1, dtype=np.int64).tolist()
+        under = [False] * len(size)
+        topic_min: dict[str, int] = {}
+        cluster_min = -1
+        count = 0
+        offsets: list[int] = []
+        values: list[int] = []
+
+        def recompute(numbers: Sequence[int]) -> int:
+            delta = 0
+            for number in numbers:
+                name = self.topic_names[number]
+                level = topic_min.get(name, -1) if name is not None else -1
+                now = 0 <= size[number] < (level if level > 0 else cluster_min if cluster_min > 0 else 1)
+                delta += now - under[number]
+                under[number] = now
+            return delta
+
+        order = np.argsort(self.offsets, kind="stable")
+        version_offsets, version_keys = self.offsets[order].tolist(), self.key[order].tolist()
+        version_sizes = alive_isr[order].tolist()
+        at, config_at, total = 0, 0, len(version_offsets)
+        while at < total or config_at < len(levels):
+            offset = min(version_offsets[at] if at < total else np.iinfo(np.int64).max,
+                         levels[config_at][0] if config_at < len(levels) else np.iinfo(np.int64).max)
+            before = count
+            while config_at < len(levels) and levels[config_at][0] == offset:
+                _, kind, name, level = levels[config_at]
+                config_at += 1
+                if kind == "topic":
+                    topic_min[name] = level
+                    count += recompute(keys_of_topic.get(name, ()))
+                elif kind == "broker" and name == "":
+                    cluster_min = level
+                    count += recompute(range(len(size)))
+            while at < total and version_offsets[at] == offset:
+                size[version_keys[at]] = version_sizes[at]
+                count += recompute((version_keys[at],))
+                at += 1
+            if count != before:
+                offsets.append(offset)
+                values.append(count)
+        return Series(np.array(offsets, dtype=np.int64), np.array(values, dtype=np.int64))
+
+
+def _lengths(lists: pa.ChunkedArray) -> np.ndarray:
+    return pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _int_or(text: str | None, default: int) -> int:
+    try:
+        return int(text) if text is not None else default
+    except ValueError:
+        return default
+
+
+def _summed(offsets: np.ndarray, steps: np.ndarray) -> Series:
+    """The running sum of `steps`, one point per offset where the sum moved."""
+    nonzero = steps != 0
+    at, inverse = np.unique(offsets[nonzero], return_inverse=True)
+    per_offset = np.bincount(inverse, weights=steps[nonzero], minlength=len(at)).astype(np.int64)
+    moved = per_offset != 0
+    return Series(at[moved], np.cumsum(per_offset)[moved])
+
+
+def _epochs(batches: pa.Table) -> list[tuple[int, int, int]]:
+    if batches.num_rows == 0:
+        return []
+    grouped = batches.group_by("epoch").aggregate([("base_offset", "min"), ("last_offset", "max")])
+    rows = sorted(zip(grouped["base_offset_min"].to_pylist(), grouped["last_offset_max"].to_pylist(),
+                      grouped["epoch"].to_pylist(), strict=True))
+    return [(epoch, start, end) for start, end, epoch in rows]
+
+
+def _key_texts(table: str, rows: pa.Table) -> list[str]:
+    """Each row's key as `kraftlake history --key` takes it (a config: type:name:config)."""
+    match table:
+        case "topics":
+            return [str(name) for name in rows["name"].to_pylist()]
+        case "configs":
+            return [f"{t}:{r}:{n}" for t, r, n in zip(rows["resource_type"].to_pylist(),
+                                                       rows["resource_name"].to_pylist(),
+                                                       rows["name"].to_pylist(), strict=True)]
+        case "client_quotas":
+            return [str(entity) for entity in rows["entity"].to_pylist()]
+        case "scram_credentials":
+            return [f"{u}:{m}" for u, m in zip(rows["user"].to_pylist(), rows["mechanism"].to_pylist(), strict=True)]
+    return [str(value) for value in rows[TABLES[table].key[0]].to_pylist()]
+
+
+def _events(reader: WarehouseReader, clock: Clock) -> Events:
+    """Every change of the event tables: inserts, updates, deletes, each key's versions compared in order."""
+    found: list[tuple[int, str, str, str]] = []
+    for table in EVENT_TABLES:
+        key = list(TABLES[table].key)
+        extra = ["name"] if table == "topics" else []
+        rows = reader.history_rows(table, (), [*key, *extra, "from_offset", "deleted"])
+        if rows.num_rows == 0:
+            continue
+        rows = rows.sort_by([*((c, "ascending") for c in key), ("from_offset", "ascending")])
+        texts = _key_texts(table, rows) if table != "topics" else _topic_names(rows)
+        key_values = [tuple(values) for values in zip(*(rows[c].to_pylist() for c in key), strict=True)]
+        deleted = rows["deleted"].to_pylist()
+        for i, offset in enumerate(rows["from_offset"].to_pylist()):
+            had = i > 0 and key_values[i - 1] == key_values[i] and not deleted[i - 1]
+            if deleted[i] and not had:
+                continue
+            change = "delete" if deleted[i] else "update" if had else "insert"
+            found.append((offset, table, texts[i], change))
+    found.sort(key=lambda event: event[0])
+    offsets = np.array([e[0] for e in found], dtype=np.int64)
+    return Events(offsets, clock.times(offsets), [e[1] for e in found], [e[2] for e in found],
+                  [e[3] for e in found])
+
+
+def _topic_names(rows: pa.Table) -> list[str]:
+    """Topic names, a deletion's (which may carry none) taken from the version before it."""
+    names = rows["name"].to_pylist()
+    ids = rows["topic_id"].to_pylist()
+    for i, name in enumerate(names):
+        if name is None and i > 0 and ids[i - 1] == ids[i]:
+            names[i] = names[i - 1]
+    return [str(name) for name in names]
+
+
+def window(series: Series, low_ms: int, high_ms: int, buckets: int) -> list[tuple[int, int, int]]:
+    """(offset, time, value) of the points inside [low_ms, high_ms] and the one before it (the value at the
+    window's start); when more than `2 * buckets` points fall inside, each time bucket keeps its highest
+    point and its last, so no peak disappears when zoomed out."""
+    inside = np.flatnonzero((series.times >= low_ms) & (series.times <= high_ms))
+    before = np.flatnonzero(series.times < low_ms)
+    if len(inside) > 2 * buckets:
+        bucket = (series.times[inside] - low_ms) * buckets // max(high_ms - low_ms + 1, 1)
+        last = np.flatnonzero(np.r_[bucket[1:] != bucket[:-1], True])
+        ranked = np.lexsort((series.values[inside], bucket))
+        highest = ranked[np.flatnonzero(np.r_[bucket[ranked][1:] != bucket[ranked][:-1], True])]
+        inside = inside[np.union1d(last, highest)]
+    chosen = np.r_[before[-1:], inside].astype(np.int64)
+    return list(zip(series.offsets[chosen].tolist(), series.times[chosen].tolist(), series.values[chosen].tolist(),
+                    strict=True))
