@@ -20,6 +20,7 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q -e '.[test]'
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 	command -v mvn >/dev/null && command -v javac >/dev/null || (apt-get update && apt-get install -y maven openjdk-17-jdk-headless)
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update && apt-get install -y postgresql)
 	touch $(STAMP)
 
 # Java artifacts, one folder per set (kraftlake/settings/jars.py says which is which): Maven copies each pom's

@@ -18,9 +18,9 @@ import pyarrow as pa
 from confluent_kafka.admin import AdminClient, NewTopic
 from deltalake import DeltaTable, write_deltalake
 
+from kraftlake.bridge.log_dir_publisher import publish_log_dir
+from kraftlake.bridge.publisher import PublisherConfig
 from kraftlake.cli.broker import LocalBroker
-from kraftlake.controller.log_dir_publisher import publish_log_dir
-from kraftlake.controller.publisher import PublisherConfig
 from tests.fixtures.s3 import SeaweedFS
 
 SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "kafka-samples" / "rjmfernandes_flink-on-prem" / "data"

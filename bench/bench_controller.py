@@ -22,10 +22,10 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
+from kraftlake.bridge.publisher import PublisherConfig, resume_offset
 from kraftlake.brokersim.simulator import BrokerSimulator, SimulationConfig
 from kraftlake.cli.broker import LocalBroker
 from kraftlake.controller.admin_client import AdminClient
-from kraftlake.controller.publisher import PublisherConfig, resume_offset
 from kraftlake.raft.server import describe_quorum
 from kraftlake.records import decode_batch
 from kraftlake.records.topic import message_value

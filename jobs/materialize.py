@@ -114,7 +114,9 @@ def start_query(spark: Any, config: MaterializeConfig, writer: MicroBatchWriter)
     return stream.queryName("kraftlake-materialize").start()
 
 
-def local_spark(app_name: str = "kraftlake-materialize", short_lived: bool = False) -> Any:
+def local_spark(
+    app_name: str = "kraftlake-materialize", short_lived: bool = False, extra: dict[str, str] | None = None
+) -> Any:
     """The job's SparkSession (`kraftlake.settings.spark`'s builder: Delta's reader, the project's jars), under the
     master spark-submit set (`--master`, spark-defaults.conf); run as a
     plain Python program, a local one ($KRAFTLAKE_SPARK_MASTER, default local[2]) whose Python workers run
@@ -123,7 +125,8 @@ def local_spark(app_name: str = "kraftlake-materialize", short_lived: bool = Fal
 
     `short_lived` (a CLI query, not a streaming job): the local JVM compiles with C1 only, as a query that
     lasts seconds to a minute pays more for the C2 compiler's warm-up than it gains from its code (a cold
-    `kraftlake summary under_replicated` on 1M partitions: 40 s -> 19 s, see BENCHMARKS.md, analytics)."""
+    `kraftlake summary under_replicated` on 1M partitions: 40 s -> 19 s, see BENCHMARKS.md, analytics).
+    `extra`: more settings (the fleet's catalog)."""
     conf = {
         "spark.sql.shuffle.partitions": "2",
         "spark.ui.enabled": "false",
@@ -137,7 +140,7 @@ def local_spark(app_name: str = "kraftlake-materialize", short_lived: bool = Fal
         conf["spark.pyspark.python"] = sys.executable
         if short_lived:
             conf["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1"
-    return session_builder(app_name, master, conf).getOrCreate()
+    return session_builder(app_name, master, {**conf, **(extra or {})}).getOrCreate()
 
 
 def launched_with_master() -> bool:
@@ -214,7 +217,13 @@ def parse_args(argv: list[str] | None) -> MaterializeConfig:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        run(parse_args(argv))
+        config = parse_args(argv)
+        if config.fleet is not None:
+            from kraftlake.jobs.fleet import run_fleet_job
+
+            run_fleet_job(config)
+        else:
+            run(config)
     except (SettingsError, MaterializeError, MissingJarsError) as error:
         print(f"materialize: {error}", file=sys.stderr)
         return 2

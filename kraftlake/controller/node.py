@@ -11,11 +11,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from kraftlake.bridge.publisher import PublisherConfig, TopicProducer
 from kraftlake.controller.admin_api import AdminServer
 from kraftlake.controller.admin_client import AdminClient
 from kraftlake.controller.config import controller_config
 from kraftlake.controller.controller import QuorumController
-from kraftlake.controller.publisher import PublisherConfig, TopicProducer
 from kraftlake.controller.raft_log import RaftMetadataLog
 from kraftlake.controller.registration import (
     ControllerRegistrationRequest,

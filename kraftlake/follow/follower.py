@@ -1,7 +1,7 @@
 """`kraftlake follow`: a live quorum's committed metadata log into the metadata topic, exactly once by offset.
 
-The messages and the resume rule are `kraftlake publish`'s (`kraftlake.controller.log_dir_publisher`), through the same
-producer session (`kraftlake.controller.publisher`): one message per batch, value = the batch's bytes as the leader's
+The messages and the resume rule are `kraftlake publish`'s (`kraftlake.bridge.log_dir_publisher`), through the same
+producer session (`kraftlake.bridge.publisher`): one message per batch, value = the batch's bytes as the leader's
 log holds them, key = its base offset, or the snapshot id for a snapshot's batches (`kraftlake.records.topic`).
 
 Where to start is read from the topic: after its last batch (with that batch's epoch, which the leader checks
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from kraftlake.controller.publisher import ProducerSession, PublisherConfig, TopicTail, ensure_topic, read_tail
+from kraftlake.bridge.publisher import ProducerSession, PublisherConfig, TopicTail, ensure_topic, read_tail
 from kraftlake.follow.client import FollowError
 from kraftlake.follow.observer import CommittedBatch, FetchedSnapshot, Observer, ObserverConfig
 from kraftlake.follow.status import Gap, Status, write_status

@@ -78,6 +78,7 @@ class Status:
     written_at: float  # epoch seconds
     pid: int
     gaps: tuple[Gap, ...] = ()
+    failed: str = ""  # a fleet's follower that stopped with an error: its one line, until it follows again
 
     def stalled(self, now: float) -> str | None:
         return stall_reason(self, self.stall_after_s, now)
@@ -87,7 +88,12 @@ class Status:
         where = (f"{self.line}; published up to offset {self.published_offset}; written "
                  f"{now - self.written_at:.0f} s ago by pid {self.pid}")
         reason = self.stalled(now)
-        state = f"STALLED: {reason} (threshold {self.stall_after_s:g} s); {where}" if reason else f"FOLLOWING: {where}"
+        if self.failed:
+            state = f"FAILED: {self.failed}; {where}"
+        elif reason:
+            state = f"STALLED: {reason} (threshold {self.stall_after_s:g} s); {where}"
+        else:
+            state = f"FOLLOWING: {where}"
         return [state, *(gap.describe() for gap in self.gaps)]
 
 

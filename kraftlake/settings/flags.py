@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftlake.settings.errors import SettingsError
+from kraftlake.settings.fleet import load_fleet
 from kraftlake.settings.kraftlake import KafkaSettings, KraftlakeSettings, MaterializeSettings
 
 _KAFKA, _JOB = KafkaSettings(), MaterializeSettings()
@@ -42,6 +43,7 @@ class MaterializeConfig:
     storage_options: tuple[tuple[str, str], ...] = ()  # for the warehouse; delta-rs reads AWS_* besides
     kafka_options: tuple[tuple[str, str], ...] = ()  # Kafka client options (Java names), Spark's `kafka.X`
     cluster_id: str | None = None  # the cluster whose log the topic holds, when the operator says (lake.source)
+    fleet: Path | None = None  # a fleet file: every cluster's topic, `warehouse` is ROOT (ROOT/<cluster>)
 
 
 def parse_key_values(pairs: Iterable[str], flag: str = "--storage-option") -> dict[str, str]:
@@ -105,6 +107,10 @@ def add_materialize_arguments(parser: Any) -> None:
                         help="while the job is behind (batches older than a minute), images wait until their "
                              "change is as big as the history before it (default: [materialize])")
     parser.add_argument("--available-now", action="store_true", help="drain the topic, then stop")
+    parser.add_argument("--fleet", type=Path, metavar="FLEET_TOML",
+                        help="one query over every cluster of a fleet file, each into ROOT/<cluster> (ROOT: "
+                             "--warehouse, else the file's warehouse_root); e.g. kraftlake materialize --fleet "
+                             "fleet.toml --warehouse s3://lake/fleet --checkpoint checkpoints/fleet")
 
 
 def materialize_config(
@@ -119,13 +125,18 @@ def materialize_config(
     trigger = pick(args.trigger_seconds, job.trigger_seconds)
     if trigger <= 0:
         raise SettingsError(None, None, "trigger_seconds must be positive")
-    location = warehouse_location(settings, args.warehouse, args.storage_option)
+    fleet = load_fleet(args.fleet).settings if getattr(args, "fleet", None) else None
+    if fleet is not None and (args.topic or args.cluster_id):
+        raise SettingsError(args.fleet, None, "--fleet takes each cluster's topic and id from the file: drop "
+                                              "--topic and --cluster-id")
+    root = args.warehouse or (fleet.warehouse_root if fleet is not None else None)
+    location = warehouse_location(settings, root, args.storage_option)
     return MaterializeConfig(
         bootstrap_servers=bootstrap_servers,
         topic=pick(args.topic, kafka.topic),
         warehouse=location.uri,
         storage_options=tuple(location.storage_options.items()),
-        spark_checkpoint=pick(args.checkpoint, job.checkpoint),
+        spark_checkpoint=pick(args.checkpoint, fleet.checkpoint if fleet and fleet.checkpoint else job.checkpoint),
         trigger_seconds=trigger,
         available_now=args.available_now,
         max_offsets_per_trigger=pick(args.max_offsets_per_trigger, job.max_offsets_per_trigger) or None,
@@ -133,4 +144,5 @@ def materialize_config(
         kafka_options=tuple({**kafka.options, **parse_key_values(args.kafka_option, "--kafka-option")}.items()),
         coalesce_backlog=pick(args.coalesce_backlog, job.coalesce_backlog),
         cluster_id=args.cluster_id,
+        fleet=getattr(args, "fleet", None),
     )

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+from kraftlake.bridge.publisher import decode_key
 from kraftlake.cli.broker import LocalBroker
-from kraftlake.controller.publisher import decode_key
 from kraftlake.raft.log import LOG_DIR_NAME
 from kraftlake.raft.server import describe_quorum
 from kraftlake.records import MetadataLogDir, decode_batch, scan_batches

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
+from kraftlake.bridge.publisher import PublisherConfig, read_tail
 from kraftlake.cli.kafka_node import KafkaNode, free_ports, kafka_uuid
-from kraftlake.controller.publisher import PublisherConfig, read_tail
 from kraftlake.follow.client import ControllerConnection, Endpoint, Versions, parse_endpoints
 from kraftlake.follow.observer import FetchedSnapshot, Observer, ObserverConfig
 from kraftlake.image_schema.canonical import canonical_json

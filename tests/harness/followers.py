@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from kraftlake.controller.publisher import PublisherConfig, read_tail
+from kraftlake.bridge.publisher import PublisherConfig, read_tail
 from kraftlake.records.batch import read_header
 from kraftlake.records.errors import RecordFormatError
 from kraftlake.records.topic import decode_key, snapshot_of

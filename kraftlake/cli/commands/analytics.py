@@ -23,6 +23,11 @@ def register(subparsers: Any) -> None:
     at.add_argument("--at-offset", type=int, metavar="N", help="sub-image tables as of this offset")
     at.add_argument("--at-time", metavar="T", help="sub-image tables as of this time (epoch ms or ISO-8601)")
     sql.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    sql.add_argument("--fleet", type=Path, metavar="FLEET_TOML",
+                     help="every cluster of a fleet file as fleet_<table> views with `cluster` and `labels` "
+                          "(--warehouse is ROOT; --at-time the same moment on every cluster), e.g. kraftlake sql "
+                          "--fleet fleet.toml \"SELECT DISTINCT cluster FROM fleet_offline_partitions WHERE "
+                          "offline > 0\"")
     sql.add_argument("query")
     sql.set_defaults(handler=run_sql)
 
@@ -78,7 +83,12 @@ def _json_value(value: Any) -> Any:
 def run_sql(args: argparse.Namespace) -> int:
     from pyspark.errors import AnalysisException, ParseException
 
-    spark = _session_with_views(args, open_reader(args), args.at_offset, args.at_time)
+    if args.fleet is not None:
+        from kraftlake.cli.fleet import fleet_session
+
+        spark = fleet_session(args)
+    else:
+        spark = _session_with_views(args, open_reader(args), args.at_offset, args.at_time)
     try:
         frame = spark.sql(args.query)
     except (AnalysisException, ParseException) as error:

@@ -41,7 +41,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--connect-timeout", type=float, default=30.0,
                         help="seconds the first controller may take to answer (later outages are waited out)")
     parser.add_argument("--status", type=Path, metavar="FILE",
-                        help="print where the follower writing FILE (--status-file) stands, and exit")
+                        help="print where the follower writing FILE (--status-file) stands, and exit; a fleet's "
+                             "status directory: one line per cluster")
+    parser.add_argument("--fleet", type=Path, metavar="FLEET_TOML",
+                        help="follow every cluster of a fleet file from this process, reloading it when it changes "
+                             "(e.g. kraftlake follow --fleet fleet.toml --status-file run/fleet, then "
+                             "kraftlake follow --status run/fleet)")
     add_follower_arguments(parser)
     parser.set_defaults(handler=run)
 
@@ -66,6 +71,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.status is not None:
         return print_status(args.status)
+    if args.fleet is not None:
+        from kraftlake.cli.fleet import follow_fleet
+
+        return follow_fleet(args)
     if not args.bootstrap_controllers:
         raise UserFacingError("--bootstrap-controllers is required (or --status FILE)")
     try:
@@ -84,6 +93,10 @@ def run(args: argparse.Namespace) -> int:
 def print_status(path: Path) -> int:
     from kraftlake.follow.status import StatusError, read_status
 
+    if path.is_dir():
+        from kraftlake.cli.fleet import print_fleet_status
+
+        return print_fleet_status(path)
     try:
         status = read_status(path)
     except StatusError as error:
@@ -98,7 +111,7 @@ def run_follower(args: argparse.Namespace, source: ObserverConfig | TailConfig) 
     following cannot go on."""
     from confluent_kafka import KafkaException
 
-    from kraftlake.controller.publisher import PublisherConfig, PublishError
+    from kraftlake.bridge.publisher import PublisherConfig, PublishError
     from kraftlake.follow.client import FollowError
     from kraftlake.follow.follower import FollowConfig, Follower
     from kraftlake.follow.observer import ObserverConfig

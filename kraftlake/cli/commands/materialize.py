@@ -35,7 +35,12 @@ def run(args: argparse.Namespace) -> int:
 
     config = config_from(args)
     try:
-        run_job(config)
+        if config.fleet is not None:
+            from kraftlake.jobs.fleet import run_fleet_job
+
+            run_fleet_job(config)
+        else:
+            run_job(config)
     except MaterializeError as error:
         raise UserFacingError(f"{error} (nothing past the last good image was published; fix and rerun)") from None
     return 0

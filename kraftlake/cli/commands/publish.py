@@ -1,7 +1,7 @@
 """`kraftlake publish DIR --topic T`: a real cluster's metadata directory into the metadata topic, which the
 streaming job (`kraftlake materialize`, `spark-submit jobs/materialize.py`) then replays.
 
-Exactly once by offset: a rerun publishes only what the topic lacks (see `kraftlake.controller.log_dir_publisher`).
+Exactly once by offset: a rerun publishes only what the topic lacks (see `kraftlake.bridge.log_dir_publisher`).
 With `--follow` it keeps tailing a live node's directory as Kafka writes it (`kraftlake.follow.tail`) until interrupted.
 """
 
@@ -30,8 +30,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from confluent_kafka import KafkaException
 
-    from kraftlake.controller.log_dir_publisher import LogDirPublishError, publish_log_dir
-    from kraftlake.controller.publisher import PublisherConfig, PublishError
+    from kraftlake.bridge.log_dir_publisher import LogDirPublishError, publish_log_dir
+    from kraftlake.bridge.publisher import PublisherConfig, PublishError
     from kraftlake.records.errors import NotAMetadataLogError, RecordFormatError
     from kraftlake.settings import load_kraftlake
 

@@ -12,9 +12,9 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
+from kraftlake.bridge.publisher import PublisherConfig, TopicProducer, decode_key
 from kraftlake.cli.broker import LocalBroker
 from kraftlake.controller import LocalMetadataLog
-from kraftlake.controller.publisher import PublisherConfig, TopicProducer, decode_key
 from kraftlake.records import decode_batch
 from kraftlake.records import metadata_types as mt
 from kraftlake.records.topic import MAX_MESSAGE_BYTES, message_value

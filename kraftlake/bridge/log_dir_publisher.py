@@ -24,7 +24,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from kraftlake.controller.publisher import (
+from kraftlake.bridge.publisher import (
     ProducerSession,
     PublisherConfig,
     PublishError,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from kraftlake.bridge.publisher import PublisherConfig, PublishError, resume_offset
 from kraftlake.cli.main import main
-from kraftlake.controller.publisher import PublisherConfig, PublishError, resume_offset
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
 from kraftlake.records import decode_batch, read_batches

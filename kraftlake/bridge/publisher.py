@@ -42,7 +42,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kraftlake.controller.metadata_log import LeaderAndEpoch, MetadataLog
+from kraftlake.bridge.source import CommittedLog, Leadership
 from kraftlake.records import RecordBatch, SnapshotId, decode_batch
 from kraftlake.records.batch import read_header
 from kraftlake.records.topic import LOG_KEY, MAX_MESSAGE_BYTES, decode_key, encode_key, ends_snapshot, snapshot_of
@@ -73,10 +73,10 @@ class PublisherConfig:
 
 
 class TopicProducer:
-    """Produces the committed Raft log into the metadata topic; a MetadataListener: register it on the node's
-    log next to the controller."""
+    """Produces the committed Raft log into the metadata topic; a `CommitListener`: register it on the node's
+    log next to the controller (the controller's `MetadataLog` is a `CommittedLog`)."""
 
-    def __init__(self, source: MetadataLog, node_id: int, config: PublisherConfig) -> None:
+    def __init__(self, source: CommittedLog, node_id: int, config: PublisherConfig) -> None:
         self._source = source
         self._node_id = node_id
         self.config = config
@@ -101,7 +101,7 @@ class TopicProducer:
     def handle_load_snapshot(self, snapshot_id: SnapshotId, batches: Sequence[RecordBatch]) -> None:
         self._wakeup.set()
 
-    def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
+    def handle_leader_change(self, leader: Leadership) -> None:
         self._active = leader.leader_id == self._node_id
         self._wakeup.set()
 

@@ -1,0 +1,237 @@
+"""The fleet's streaming job (`kraftlake materialize --fleet`, `spark-submit jobs/materialize.py --fleet`): one
+Spark query over every cluster's metadata topic, each cluster into its own warehouse, ROOT/<cluster>/.
+
+Spark glue, as `jobs/materialize.py` is: Spark's Kafka source subscribes to the topics; each micro-batch is
+split by topic in the driver and each cluster's messages go to that cluster's own `MicroBatchWriter` (its own
+`TopicReplay`, sink and warehouse), so everything that holds for one cluster holds per cluster: one source per
+warehouse (the sink's source check), one writer, exactly once by offset, a restart rebuilt from the topic,
+a stale writer fenced. A cluster whose data cannot be replayed (a gap, a corrupt batch, another cluster's log
+in its topic, a store that refuses) stops with one line naming it; its messages are skipped for the rest of
+the run (a restart tries again from its last good image) and the other clusters go on.
+
+The fleet file is looked at every few seconds: a cluster added whose topic exists joins the query (stopped
+and started again on the same checkpoint; Spark's source starts a new topic at its first offset). A cluster
+removed is no longer written; its topic stays subscribed, because Spark's checkpoint holds its offsets and a
+topic dropped from the subscription would be reported as data loss. Each cluster's tables are registered in
+the catalog (`kraftlake.fleet.catalog`) once its warehouse exists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kraftlake.fleet.catalog import CatalogError, catalog_conf, register_cluster
+from kraftlake.jobs import kafka_topic
+from kraftlake.jobs.kafka_topic import KafkaTopicError
+from kraftlake.jobs.materialize import (
+    MaterializeError,
+    MicroBatchWriter,
+    check_topic_identity,
+    concise_failure,
+    local_spark,
+)
+from kraftlake.lake.topic_replay import TopicMessage
+from kraftlake.lake.warehouse import Warehouse
+from kraftlake.settings.errors import SettingsError
+from kraftlake.settings.flags import MaterializeConfig
+from kraftlake.settings.fleet import Fleet, cluster_location, file_stamp, load_fleet
+
+log = logging.getLogger(__name__)
+TOPICS_FILE = "kraftlake-fleet-topics"  # in the checkpoint: every topic the query ever subscribed to
+RELOAD_S = 5.0
+
+
+def cluster_config(base: MaterializeConfig, fleet: Fleet, name: str) -> MaterializeConfig:
+    """One cluster's job settings: its topic, ROOT/<name>, its cluster id; the checkpoint's `clusters/<name>`
+    folder keeps its topic's identity."""
+    cluster = fleet.clusters[name]
+    return dataclasses.replace(
+        base, topic=cluster.topic, warehouse=cluster_location(base.warehouse, name),
+        spark_checkpoint=base.spark_checkpoint / "clusters" / name, cluster_id=cluster.settings.cluster_id,
+    )
+
+
+class FleetWriter:
+    """The foreachBatch function of the fleet's query: a micro-batch split by topic, each cluster's part to its
+    own writer; a failing cluster is noted (`failures`) and left out, the others go on."""
+
+    def __init__(self, spark: Any, base: MaterializeConfig) -> None:
+        self.spark = spark
+        self.base = base
+        self.writers: dict[str, tuple[str, MicroBatchWriter]] = {}  # topic -> (cluster, writer)
+        self.failures: dict[str, str] = {}  # cluster -> the one line that stopped it
+        self.registered: set[str] = set()
+
+    def add(self, fleet: Fleet, name: str) -> None:
+        config = cluster_config(self.base, fleet, name)
+        self.writers[config.topic] = (name, MicroBatchWriter(config, self.spark))
+
+    def clusters(self) -> set[str]:
+        return {name for name, _ in self.writers.values()}
+
+    def remove(self, name: str) -> None:
+        for topic in [topic for topic, (cluster, _) in self.writers.items() if cluster == name]:
+            del self.writers[topic]
+
+    def __call__(self, frame: Any, batch_id: int) -> None:
+        for topic, messages in split_by_topic(frame).items():
+            if topic in self.writers:
+                self.write(topic, messages)
+        self.register_new()
+        if self.writers and all(name in self.failures for name, _ in self.writers.values()):
+            raise MaterializeError("every cluster stopped")
+
+    def write(self, topic: str, messages: list[TopicMessage]) -> None:
+        name, writer = self.writers[topic]
+        if name in self.failures:
+            return
+        try:
+            writer.write(messages)
+        except Exception as error:  # this cluster stops; the micro-batch goes on for the others
+            self.failures[name] = writer.failure or concise_failure(str(error))
+            print(f"materialize: cluster {name}: {self.failures[name]} (its warehouse keeps the last good "
+                  "image; the other clusters go on)", file=sys.stderr, flush=True)
+
+    def flush(self) -> None:
+        for name, writer in self.writers.values():
+            if name not in self.failures:
+                try:
+                    writer.flush()
+                except Exception as error:
+                    self.failures[name] = writer.failure or concise_failure(str(error))
+                    print(f"materialize: cluster {name}: {self.failures[name]}", file=sys.stderr, flush=True)
+        self.register_new()
+
+    def register_new(self) -> None:
+        """Register in the catalog each cluster whose warehouse now exists."""
+        for name, writer in self.writers.values():
+            warehouse = Warehouse(writer.config.warehouse, dict(writer.config.storage_options))
+            if name not in self.registered and warehouse.exists():
+                register_cluster(self.spark, name, warehouse)
+                self.registered.add(name)
+                log.info("catalog: cluster %s registered", name)
+
+
+def split_by_topic(frame: Any) -> dict[str, list[TopicMessage]]:
+    """A micro-batch's messages per topic, each in Kafka offset order (a message without a value refused)."""
+    table = frame.select("topic", "offset", "key", "value").toArrow().sort_by([("topic", "ascending"),
+                                                                                ("offset", "ascending")])
+    grouped: dict[str, list[TopicMessage]] = {}
+    for topic, offset, key, value in zip(*(table.column(c).to_pylist() for c in ("topic", "offset", "key", "value")),
+                                         strict=True):
+        if value is None:
+            raise KafkaTopicError(f"topic {topic} Kafka offset {offset}: a message without a value")
+        grouped.setdefault(topic, []).append(TopicMessage(offset, key, value))
+    return grouped
+
+
+def ready_clusters(spark: Any, base: MaterializeConfig, fleet: Fleet, known: set[str]) -> Iterator[str]:
+    """The clusters not in `known` whose topic exists and is the one the checkpoint read before; one line for
+    each left out (it is looked at again at the next reload)."""
+    for name in fleet.clusters:
+        if name in known:
+            continue
+        try:
+            check_topic_identity(spark, cluster_config(base, fleet, name))
+        except (MaterializeError, KafkaTopicError) as error:
+            print(f"materialize: cluster {name}: left out for now: {error}", file=sys.stderr, flush=True)
+            continue
+        yield name
+
+
+def subscribed(checkpoint: Path, topics: set[str]) -> set[str]:
+    """`topics` with every topic the checkpoint's query subscribed to before, recorded for the next start."""
+    path = checkpoint / TOPICS_FILE
+    before = set(path.read_text().split()) if path.exists() else set()
+    every = before | topics
+    if every != before:
+        checkpoint.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text("\n".join(sorted(every)) + "\n")
+        temporary.replace(path)
+    return every
+
+
+def start(spark: Any, base: MaterializeConfig, topics: set[str], writer: FleetWriter) -> Any:
+    options = kafka_topic.client_options(base.bootstrap_servers, dict(base.kafka_options))
+    reader = (spark.readStream.format("kafka").options(**options).option("subscribe", ",".join(sorted(topics)))
+              .option("startingOffsets", "earliest").option("failOnDataLoss", "true"))
+    if base.max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(base.max_offsets_per_trigger))
+    stream = reader.load().writeStream.foreachBatch(writer).option("checkpointLocation", str(base.spark_checkpoint))
+    if base.available_now:
+        stream = stream.trigger(availableNow=True)
+    else:
+        stream = stream.trigger(processingTime=f"{base.trigger_seconds} seconds")
+    return stream.queryName("kraftlake-materialize-fleet").start()
+
+
+def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any) -> dict[str, str]:
+    """Run the fleet's query until stopped (with `available_now`: until every topic is drained); returns the
+    clusters that stopped, with their line. `base.warehouse` is ROOT, `base.spark_checkpoint` the query's."""
+    fleet = load_fleet(fleet_path)
+    writer = FleetWriter(spark, base)
+    for name in ready_clusters(spark, base, fleet, set()):
+        writer.add(fleet, name)
+    if not writer.writers:
+        raise MaterializeError(f"{fleet_path}: no cluster's topic can be read yet (see the lines above)")
+    writer.register_new()
+    stamp = file_stamp(fleet_path)
+    while True:
+        query = start(spark, base, subscribed(base.spark_checkpoint, set(writer.writers)), writer)
+        try:
+            restart = False
+            while not restart and not query.awaitTermination(RELOAD_S):
+                waiting = not set(fleet.clusters) <= writer.clusters()  # a topic that was not there yet
+                if file_stamp(fleet_path) != stamp or waiting:
+                    stamp = file_stamp(fleet_path)
+                    fleet, restart = _reload(spark, base, fleet_path, fleet, writer)
+        except Exception as error:
+            stopped = writer.failures and all(name in writer.failures for name, _ in writer.writers.values())
+            if stopped or isinstance(error, MaterializeError):
+                raise MaterializeError("every cluster stopped: " + "; ".join(
+                    f"cluster {name}: {line}" for name, line in sorted(writer.failures.items()))) from None
+            raise MaterializeError(concise_failure(str(error))) from None
+        if not restart:
+            writer.flush()
+            return writer.failures
+        query.stop()
+
+
+def _reload(spark: Any, base: MaterializeConfig, path: Path, fleet: Fleet, writer: FleetWriter) -> tuple[Fleet, bool]:
+    """The fleet file as it is now (the one before, when it no longer loads), applied; True when a topic joined
+    (the query must restart to read it)."""
+    try:
+        fleet = load_fleet(path)
+    except SettingsError as error:
+        print(f"materialize: {error}; going on with the clusters as they were", file=sys.stderr, flush=True)
+        return fleet, False
+    known = writer.clusters()
+    for name in known - set(fleet.clusters):
+        writer.remove(name)
+        print(f"materialize: cluster {name} left the fleet file: no longer written", file=sys.stderr, flush=True)
+    added = list(ready_clusters(spark, base, fleet, known))
+    for name in added:
+        writer.add(fleet, name)
+    return fleet, bool(added)
+
+
+def run_fleet_job(config: MaterializeConfig, spark: Any | None = None) -> None:
+    """`materialize --fleet`: the session with the fleet's catalog (the file's `[catalog]`, else embedded Derby
+    in the checkpoint's `metastore` folder), then the query; clusters that stopped make it end with one line."""
+    assert config.fleet is not None
+    fleet = load_fleet(config.fleet)
+    try:
+        conf = catalog_conf(fleet.settings.catalog, config.spark_checkpoint.absolute() / "metastore")
+    except CatalogError as error:
+        raise MaterializeError(str(error)) from None
+    spark = spark or local_spark("kraftlake-materialize-fleet", extra=conf)
+    failures = run_fleet(config, config.fleet, spark)
+    if failures:
+        raise MaterializeError(f"{len(failures)} of {len(fleet.clusters)} clusters stopped ("
+                               f"{', '.join(sorted(failures))}): see their lines above")

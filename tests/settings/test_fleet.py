@@ -1,0 +1,79 @@
+"""`fleet.toml`: what a fleet file means (topics, merge order, dotted keys) and that a bad one is refused in
+one line naming the file and the cluster's key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kraftlake.bridge.publisher import PublisherConfig
+from kraftlake.fleet.supervisor import SupervisorConfig, follow_config
+from kraftlake.settings.errors import SettingsError
+from kraftlake.settings.fleet import cluster_location, load_fleet
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "fleet.toml"
+    path.write_text(text)
+    return path
+
+
+def test_topics_labels_and_the_merge_order_of_client_settings(tmp_path: Path) -> None:
+    secrets = tmp_path / "prod.properties"
+    secrets.write_text("# the password stays here\nsasl.username=kraftlake\nsasl.password=s3cret\n"
+                       "sasl.mechanism=PLAIN\n")
+    path = write(tmp_path, f"""
+[defaults.properties]
+security.protocol = "SASL_SSL"
+"sasl.mechanism" = "SCRAM-SHA-256"
+
+[clusters.prod_eu]
+bootstrap_controllers = ["c1:9093", "c2:9093"]
+security_file = "{secrets}"
+labels = {{ env = "prod", region = "eu-west-1" }}
+[clusters.prod_eu.properties]
+"sasl.mechanism" = "SCRAM-SHA-512"
+
+[clusters.lab]
+metadata_dir = "{tmp_path}"
+topic = "lab-log"
+""")
+    fleet = load_fleet(path)
+    prod, lab = fleet.clusters["prod_eu"], fleet.clusters["lab"]
+    assert (prod.topic, lab.topic) == ("kraftlake-metadata-prod_eu", "lab-log")
+    assert prod.labels == {"env": "prod", "region": "eu-west-1"} and lab.labels == {}
+    # defaults, then the security file, then the cluster's own properties; the dotted key reads as quoted
+    assert prod.client_properties() == {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "kraftlake",
+        "sasl.password": "s3cret"}
+    config = follow_config(prod, SupervisorConfig(PublisherConfig("kafka:9092"), status_dir=tmp_path))
+    assert config.publisher.topic == prod.topic and config.status_file == tmp_path / "prod_eu.json"
+    assert "s3cret" not in repr(config) and "s3cret" not in repr(prod)
+    assert cluster_location("s3://lake/fleet/", "prod_eu") == "s3://lake/fleet/prod_eu"
+
+
+@pytest.mark.parametrize(("text", "key", "problem"), [
+    ('[clusters.a]\nlabels = { env = "x" }\n', "clusters.a", "give bootstrap_controllers"),
+    ('[clusters.a]\nbootstrap_controllers = ["h:1"]\nmetadata_dir = "/x"\n', "clusters.a", "give bootstrap_"),
+    ('[clusters.Prod-EU]\nbootstrap_controllers = ["h:1"]\n', "clusters", "cluster name 'Prod-EU'"),
+    ('[clusters.a]\nbootstrap_controllers = ["h:1"]\nlables = {}\n', "clusters.a.lables", "unknown setting"),
+    ('[clusters.a]\nbootstrap_controllers = ["h:1"]\ntopic = "t"\n[clusters.b]\nbootstrap_controllers = ["h:2"]\n'
+     'topic = "t"\n', "clusters.b.topic", "topic t is cluster a's too"),
+    ("", "clusters", "no cluster"),
+])
+def test_a_bad_fleet_file_names_the_file_and_the_cluster(tmp_path: Path, text: str, key: str, problem: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(SettingsError) as raised:
+        load_fleet(path)
+    assert str(raised.value).startswith(f"{path}: {key}: {problem}"), str(raised.value)
+
+
+def test_bad_client_settings_name_the_cluster_and_never_the_password(tmp_path: Path) -> None:
+    path = write(tmp_path, '[clusters.a]\nbootstrap_controllers = ["h:1"]\n'
+                           '[clusters.a.properties]\n"security.protocol" = "SASL_SSL"\n"sasl.password" = "pw-9"\n')
+    cluster = load_fleet(path).clusters["a"]
+    with pytest.raises(SettingsError) as raised:
+        follow_config(cluster, SupervisorConfig(PublisherConfig("kafka:9092")))
+    assert str(raised.value).startswith(f"{path}: clusters.a.properties: security.protocol SASL_SSL needs")
+    assert "pw-9" not in str(raised.value)
