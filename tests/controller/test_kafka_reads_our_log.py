@@ -88,6 +88,7 @@ def test_kafka_metadata_shell_shows_the_topics_and_partitions_of_kraftlake_repla
 def test_kafka_builds_the_image_kraftlake_builds_from_our_log(our_log: Path) -> None:
     with tempfile.TemporaryDirectory(dir=SCRATCH) as work:
         comparison = assert_matches_kafka(our_log, Path(work))
-    assert len(comparison.offsets) > 100
+    # every offset compared; Kafka publishes once per batch, so fewer states than offsets (57 of 138 seen)
+    assert comparison.compared > 100 and len(comparison.offsets) > 20
     assert sorted(replay_paths([our_log]).image.voters.voters) == [1, 2, 3], "kraft.version 1: voters compared too"
     assert set(comparison.differences) <= {"aborted-then-more", "kraft-version-0"}
