@@ -133,7 +133,7 @@ def test_a_snapshot_only_sample_through_publish_and_through_ingest(
     for warehouse in (streamed, ingested):
         assert_image_equals_replay(capsys, warehouse, directory, [7604], s3_store)
         refused = _refused(capsys, "image", "--warehouse", warehouse, *_option_flags(s3_store), "--at-offset", "7603")
-        assert "before the history" in refused
+        assert "is before the first published image" in refused
 
 
 def _refused(capsys: pytest.CaptureFixture[str], *args: str) -> str:
