@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import random
-import re
 import sys
 import time
 import traceback
@@ -20,9 +19,10 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 from kraftlake.cli.main import main
+from kraftlake.lake.errors import LakeError
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
 
-_LAST = re.compile(r"past the last published image \(offset (-?\d+)\)")
-PAST_THE_END = 1 << 40  # an offset no warehouse reaches: its refusal names the last published image
 
 
 def run(argv: list[str]) -> tuple[int, str, str]:
@@ -41,10 +41,11 @@ def run(argv: list[str]) -> tuple[int, str, str]:
 
 
 def last_published(warehouse: str) -> int | None:
-    """The last published image's offset, as the CLI tells it (None: no image yet)."""
-    code, _, err = run(["image", "--warehouse", warehouse, "--at-offset", str(PAST_THE_END)])
-    found = _LAST.search(err)
-    return int(found.group(1)) if code == 2 and found else None
+    """The last published image's offset, as the reader's published range says (None: no image yet)."""
+    try:
+        return WarehouseReader(Warehouse(warehouse)).published_range()[1]
+    except LakeError:
+        return None
 
 
 def query(rng: random.Random, warehouse: str, last: int, keys: list[str]) -> list[str]:
