@@ -24,7 +24,6 @@ from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
 
 
-
 def run(argv: list[str]) -> tuple[int, str, str]:
     """One CLI command in this process: exit code, stdout, stderr."""
     out_bytes = io.BytesIO()
