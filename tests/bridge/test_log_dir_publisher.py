@@ -17,7 +17,7 @@ from kraftlake.records import decode_batch, read_batches
 from kraftlake.records.files import SnapshotId
 from kraftlake.records.topic import decode_key, encode_snapshot_key, snapshot_of
 from tests.fixtures.broker import create_topic, produce
-from tests.harness.answers import from_warehouse, replayed
+from tests.harness.answers import assert_warehouse_equals_replay
 from tests.jobs.metadata_topic import drain, topic_messages
 
 RJM = "rjmfernandes_flink-on-prem/data/__cluster_metadata-0"
@@ -44,13 +44,6 @@ def log_copy(source: Path, target: Path, *, batches: slice) -> Path:
     for snapshot in source.glob("*.checkpoint"):
         shutil.copy(snapshot, target)
     return target
-
-
-def assert_equals_replay(warehouse: Warehouse, directory: Path, offsets: list[int]) -> None:
-    for offset in offsets:
-        from_delta = from_warehouse(warehouse, offset, provenance=False)
-        from_replay = replayed([directory], offset, provenance=False)
-        assert from_delta == from_replay, f"differs at offset {offset}"
 
 
 def test_exactly_once_by_offset_across_reruns_and_a_longer_copy(
@@ -91,7 +84,7 @@ def test_a_log_past_zero_goes_in_after_its_newest_usable_snapshot(
     warehouse = Warehouse(tmp_path / "warehouse")
     images = WarehouseReader(warehouse).images()
     assert (images[0].offset, images[0].snapshot) == (14925, True)
-    assert_equals_replay(warehouse, directory, [14925, *range(14926, 17027, 97), 17026])
+    assert_warehouse_equals_replay(warehouse, directory, [14925, *range(14926, 17027, 97), 17026])
 
 
 def test_a_snapshot_only_directory_and_a_snapshot_cut_short(kafka_broker, samples_dir: Path, tmp_path: Path) -> None:
@@ -113,7 +106,7 @@ def test_a_snapshot_only_directory_and_a_snapshot_cut_short(kafka_broker, sample
     drain(bootstrap, topic, tmp_path / "warehouse", micro_batch=400, single_first=5)
     warehouse = Warehouse(tmp_path / "warehouse")
     assert [(image.offset, image.snapshot) for image in WarehouseReader(warehouse).images()] == [(7604, True)]
-    assert_equals_replay(warehouse, directory, [7604])
+    assert_warehouse_equals_replay(warehouse, directory, [7604])
 
 
 def test_corrupt_or_truncated_input_stops_at_the_bad_batch(

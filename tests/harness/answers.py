@@ -36,3 +36,10 @@ def from_warehouse(warehouse: Warehouse, offset: int, **options: Any) -> str:
             return REFUSED
         raise
     return canonical_json(image, **options)
+
+
+def assert_warehouse_equals_replay(warehouse: Warehouse, directory: Path, offsets: list[int]) -> None:
+    """The warehouse and a replay of `directory` give the same image (or both refuse) at every offset."""
+    for offset in offsets:
+        from_delta = from_warehouse(warehouse, offset, provenance=False)
+        assert from_delta == replayed([directory], offset, provenance=False), f"{directory.name} differs at {offset}"

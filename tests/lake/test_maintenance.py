@@ -19,7 +19,7 @@ from deltalake import DeltaTable
 from kraftlake.lake.ingest import ingest
 from kraftlake.lake.maintenance import MaintenancePolicy, maintain
 from kraftlake.lake.warehouse import IMAGE_CHECKPOINTS, Warehouse, all_tables
-from tests.harness.answers import from_warehouse, replayed
+from tests.harness.answers import assert_warehouse_equals_replay, from_warehouse, replayed
 from tests.lake.test_ingest import SAMPLE_DIRS, _offsets_to_check
 
 # Small numbers, so the samples get image checkpoints and compactions: the paths the long run takes.
@@ -61,13 +61,6 @@ def _drop_log_before_last_checkpoint(warehouse: Warehouse) -> int:
     return removed
 
 
-def _same_as_replay(warehouse: Warehouse, directory: Path, offsets: list[int]) -> None:
-    for offset in offsets:
-        from_delta = from_warehouse(warehouse, offset, provenance=False)
-        from_replay = replayed([directory], offset, provenance=False)
-        assert from_delta == from_replay, f"{directory.name} differs at offset {offset}"
-
-
 @pytest.mark.parametrize("sample", list(SAMPLE_DIRS))
 def test_time_travel_survives_vacuum_and_log_cleanup(sample: str, samples_dir: Path, tmp_path: Path) -> None:
     directory = samples_dir / SAMPLE_DIRS[sample]
@@ -82,7 +75,7 @@ def test_time_travel_survives_vacuum_and_log_cleanup(sample: str, samples_dir: P
     with pytest.raises(Exception):  # noqa: B017 - delta-rs raises its own error type for a missing version
         DeltaTable(warehouse.table_uri("batches"), version=1).to_pyarrow_table()
 
-    _same_as_replay(warehouse, directory, offsets)
+    assert_warehouse_equals_replay(warehouse, directory, offsets)
     for offset in offsets[:: max(1, len(offsets) // 3)]:
         image = subprocess.run(
             [*KRAFTLAKE, "image", "--warehouse", warehouse.uri, "--at-offset", str(offset), "--json"],
@@ -116,12 +109,12 @@ def test_crash_in_maintenance_then_rerun(
     command = [*KRAFTLAKE, "maintain", "--warehouse", warehouse.uri, "--retention-hours", "0"]
     crashed = subprocess.run(command, env={**os.environ, "KRAFTLAKE_FAILPOINT": failpoint}, capture_output=True)
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
-    _same_as_replay(warehouse, directory, offsets[::4])
+    assert_warehouse_equals_replay(warehouse, directory, offsets[::4])
     env = {key: value for key, value in os.environ.items() if key != "KRAFTLAKE_FAILPOINT"}
     resumed = subprocess.run(command, env=env, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     assert all(len(warehouse.table(name).file_uris()) <= 1 for name in all_tables())
-    _same_as_replay(warehouse, directory, offsets)
+    assert_warehouse_equals_replay(warehouse, directory, offsets)
 
 
 def test_readers_during_maintenance_see_whole_images(
