@@ -136,7 +136,8 @@ def test_the_topic_is_the_committed_log_through_leader_and_broker_crashes(
         second_leader = int(quorum.wait_for_leader(excluding=first_leader)["leaderId"])
         quorum.start(first_leader)
         time.sleep(2.0)
-        assert workload.poll() is None, "the broker must crash during the workload"
+        assert workload.poll() is None, ("the broker must crash during the workload: "
+                                         + (tmp_path / "simulate.out").read_text()[-3000:])
         broker.kill()  # SIGKILL mid-workload: the publisher must resume from the topic's tail
         at_broker_crash = high_watermark(quorum)
         time.sleep(1.0)

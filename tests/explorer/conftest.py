@@ -101,9 +101,10 @@ def running_ui() -> Iterator[Callable[..., RunningUi]]:
         stop_ui(ui)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Debian's Chromium under Playwright; one line when it is missing."""
+    """Debian's Chromium under Playwright; one line when it is missing. Per module: Playwright's sync API keeps
+    an event loop running in this thread until it stops, and later tests call `asyncio.run`."""
     from playwright.sync_api import sync_playwright
 
     binary = shutil.which("chromium") or "/usr/bin/chromium"
