@@ -8,9 +8,10 @@ within `connect_timeout_seconds`, authentication refused, a bad setting) is mark
 its status and started again after a backoff (doubling up to `max_backoff_s`): an outage that ends, or a fixed
 file, needs no restart.
 
-Reload rule: the fleet file is looked at every `reload_s` seconds (its modification time and size) and on
-SIGHUP (which only makes the next look immediate). A cluster added starts, one removed stops (its status file
-goes), one whose settings changed restarts; the others are not touched. A file that no longer loads is
+Reload rule: the fleet file and every cluster's `security_file` are looked at every `reload_s` seconds (their
+modification times and sizes) and on SIGHUP (which only makes the next look immediate). A cluster added starts,
+one removed stops (its status file goes), one whose settings or security file changed restarts; the others are
+not touched. A file that no longer loads is
 reported in one line and the clusters keep running as they were. A file watch rather than SIGHUP alone,
 because configuration tools (a Kubernetes ConfigMap, Ansible) replace files and send no signal.
 
@@ -150,13 +151,13 @@ class FleetSupervisor:
         self.stop = stop or threading.Event()
         self.look_now = threading.Event()  # set by SIGHUP
         self.followers: dict[str, ClusterFollower] = {}
-        self._seen: tuple[int, int] | None = None
+        self._watched: list[Path] = [path]
+        self._seen: list[tuple[int, int]] = []
 
     def run(self) -> None:
         """Load the file (a bad one at start raises SettingsError), follow, reload, until `stop` is set."""
         if self.config.status_dir is not None:
             self.config.status_dir.mkdir(parents=True, exist_ok=True)
-        self._seen = file_stamp(self.path)
         self._apply(load_fleet(self.path))
         try:
             while not self.stop.is_set():
@@ -165,15 +166,18 @@ class FleetSupervisor:
                     break
                 forced = self.look_now.is_set()
                 self.look_now.clear()
-                stamp = file_stamp(self.path)
-                if forced or stamp != self._seen:
-                    self._seen = stamp
+                stamps = self._stamps()
+                if forced or stamps != self._seen:
+                    self._seen = stamps
                     self.reload()
         finally:
             for follower in self.followers.values():
                 follower.stop()
             for follower in self.followers.values():
                 follower.join(30)
+
+    def _stamps(self) -> list[tuple[int, int]]:
+        return [file_stamp(path) for path in self._watched]
 
     def reload(self) -> None:
         try:
@@ -184,6 +188,8 @@ class FleetSupervisor:
         self._apply(fleet)
 
     def _apply(self, fleet: Fleet) -> None:
+        self._watched = fleet.watched_files()
+        self._seen = self._stamps()
         for name in [name for name in self.followers if name not in fleet.clusters]:
             log.info("fleet: cluster %s removed from %s: stopping its follower", name, self.path)
             self._remove(name)

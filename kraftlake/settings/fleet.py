@@ -128,6 +128,8 @@ class FleetCluster:
         self.topic = settings.topic or f"{TOPIC_PREFIX}{name}"
         self.labels = dict(settings.labels)
         self._defaults = defaults.properties
+        # the security file's stamp as loaded: a password rotated in it makes this cluster a changed one
+        self.security_stamp = None if settings.security_file is None else file_stamp(settings.security_file)
 
     def client_properties(self) -> dict[str, str]:
         """The controller listener's client settings: defaults, then the security file, then `properties`."""
@@ -141,8 +143,9 @@ class FleetCluster:
         return f"clusters.{self.name}" + (f".{field}" if field else "")
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, FleetCluster) and (self.name, self.settings, self._defaults) == (
-            other.name, other.settings, other._defaults)
+        return isinstance(other, FleetCluster) and (
+            self.name, self.settings, self._defaults, self.security_stamp) == (
+            other.name, other.settings, other._defaults, other.security_stamp)
 
     def __hash__(self) -> int:
         return hash(self.name)
@@ -163,6 +166,10 @@ class Fleet:
     def topics(self) -> dict[str, str]:
         """topic → cluster name."""
         return {cluster.topic: name for name, cluster in self.clusters.items()}
+
+    def watched_files(self) -> list[Path]:
+        """The files whose change is a change of the fleet: the fleet file and every cluster's security file."""
+        return [self.path, *[c.settings.security_file for c in self.clusters.values() if c.settings.security_file]]
 
 
 def load_fleet(path: Path) -> Fleet:
