@@ -37,6 +37,7 @@ from kraftlake.replay.image import Provenance
 
 V = TypeVar("V")
 DEFAULT_CACHE_BYTES = 512 << 20  # three quarters for images, an eighth each for diffs and their lines
+ANSWERS_KEPT = 100_000  # offsets asked whose answering image is known (a few MB at most)
 MAX_PAGE_SIZE = 500
 _BUILD = threading.Lock()  # one big read at a time in the process
 
@@ -247,6 +248,7 @@ class Explorer:
         self.change_lines: Cache[pa.Array] = Cache(cache_bytes // 8, lambda lines: lines.nbytes)
         self.timeline_max_age_s = timeline_max_age_s
         self._timeline: tuple[int, float, Timeline] | None = None
+        self._answered: dict[int, int] = {}  # offset asked -> offset of the image answering it
         self._timeline_lock = threading.Lock()
 
     # -- moments ----------------------------------------------------------------------------------------
@@ -266,7 +268,15 @@ class Explorer:
     # -- the image at a moment --------------------------------------------------------------------------
 
     def image(self, offset: int) -> ImageView:
-        return self.images.get(offset, lambda: image_view(self.reader.image_at(offset)))
+        """The image in force at `offset`, cached under the offset of the image that answers it: every offset
+        a batch or a transaction spans shares one cached image."""
+        answered = self._answered.get(offset)
+        if answered is None:
+            answered = self.reader.answer(offset)
+            if len(self._answered) >= ANSWERS_KEPT:  # history never changes an answer: forgetting costs a read
+                self._answered.clear()
+            self._answered[offset] = answered
+        return self.images.get(answered, lambda: image_view(self.reader.image_at(answered)))
 
     def table_page(self, offset: int, table: str, query: str | None, sort: str | None, descending: bool,
                    page: int, size: int) -> Page:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from functools import partial
 
-from kraftlake.explorer.service import Cache
+from kraftlake.explorer.service import Cache, Explorer
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
 
 
 def test_the_cache_makes_room_before_a_build_and_keeps_the_newest() -> None:
@@ -24,3 +26,19 @@ def test_the_cache_makes_room_before_a_build_and_keeps_the_newest() -> None:
     # stays as the newest; building a (room for 500) drops it
     assert held == [[], ["a"], ["a"], ["c"], []]
     assert list(cache._values) == ["a"]
+
+
+def test_the_offsets_one_image_answers_share_one_cached_image(sample_warehouse: Warehouse) -> None:
+    reader = WarehouseReader(sample_warehouse)
+    first, last = reader.published_range()
+    answers = reader.answers(first, last)
+    explorer = Explorer(reader, "demo")
+    by_image: dict[int, list[int]] = {}
+    for offset, answered in zip(range(first, last + 1), answers, strict=True):
+        if isinstance(answered, int):
+            by_image.setdefault(answered, []).append(offset)
+    image, offsets = max(by_image.items(), key=lambda item: len(item[1]))
+    assert len(offsets) > 1, "a real log has batches of several records"
+    views = {id(explorer.image(offset)) for offset in offsets}
+    assert len(views) == 1 and list(explorer.images._values) == [image]
+    assert explorer.image(offsets[-1]).provenance.offset == image
