@@ -117,7 +117,8 @@ def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
 
 def same_page(links: Links, page_name: str) -> str:
     """The page a picker link opens in another cluster: the same view where every cluster has it (the timeline,
-    the image, a table), else the timeline (a topic or a key may not exist there)."""
+    the image, a table); from a topic, the image (that topic may not exist there); from a key's or a diff's
+    page, the timeline."""
     if page_name in ("image", "topics"):
         return links.image()
     return links.table(page_name) if page_name in TABS else links.timeline()

@@ -1,13 +1,14 @@
 """The explorer over a fleet (`kraftlake ui --fleet`): four clusters under one root, three with real warehouses
 (the demo-like scenario; the same 20 s later with a controller failover; a real Kafka sample ingested by
-`kraftlake ingest`) and one whose warehouse does not exist yet, served by the real process. The fleet's series are each cluster's own timeline's (compared with
-`/api/v1/clusters/<c>/timeline` in the same window), a cluster added to the file appears without a restart,
-and in Debian's Chromium the fleet page draws one row per cluster, opens a cluster's timeline at the moment
-clicked, and the picker keeps that moment."""
+`kraftlake ingest`) and one whose warehouse does not exist yet, served by the real process. The fleet's
+series are each cluster's own timeline's (compared with `/api/v1/clusters/<c>/timeline` in the same window),
+a cluster added to the file appears without a restart, and in Debian's Chromium the fleet page draws one row
+per cluster, opens a cluster's timeline at the moment clicked, and the picker keeps that moment."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import urllib.error
 import urllib.request
@@ -22,6 +23,7 @@ import pytest
 from kraftlake.lake.warehouse import Warehouse
 from tests.explorer import scenario
 from tests.explorer.conftest import SAMPLE, RunningUi, screenshot, start_ui, stop_ui
+from tests.lake.reader_loop import run as cli
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # name → env label; `later`: no warehouse yet
@@ -91,6 +93,30 @@ def test_each_row_is_the_clusters_own_timeline(fleet_ui: RunningUi) -> None:
     assert max(drawn) > 0 and len(rows["eu"]["epochs"]) == 2  # not a comparison of empty series
     prod = get(fleet_ui, "/api/v1/fleet", label="env=prod")
     assert [row["name"] for row in prod["clusters"]] == ["demo", "eu", "later"]
+
+
+def test_refusals_before_serving(fleet_file: Path, tmp_path: Path) -> None:
+    """One line and exit code 2: a fleet and a warehouse at once, a fleet file that does not load."""
+    code, _, err = cli(["ui", "--fleet", str(fleet_file), "--warehouse", str(tmp_path)])
+    assert code == 2 and "--fleet takes each cluster's warehouse and name from its file: drop --warehouse" in err
+    bad = tmp_path / "fleet.toml"
+    bad.write_text("[clusters.Bad-Name]\nmetadata_dir = '/x'\n")
+    code, _, err = cli(["ui", "--fleet", str(bad)])
+    assert code == 2 and str(bad) in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_picker_keeps_the_page_and_the_moment_as_a_time(fleet_ui: RunningUi) -> None:
+    moment = get(fleet_ui, "/api/v1/clusters/demo/offset", at=16)
+    for page, kept in (("/image", "/image"), ("/image/brokers", "/image/brokers"), ("", ""),
+                       ("/topics/orders", "/image"),  # eu may have no such topic: the cluster at the moment
+                       ("/history/brokers?key=1&", "")):  # nor such a key: its timeline
+        with urllib.request.urlopen(f"{fleet_ui.base}/clusters/demo{page}{'' if '?' in page else '?'}at=16",
+                                    timeout=60) as answer:
+            html = answer.read().decode()
+        found = re.search(r'<a href="([^"]+)" data-moment-time data-testid="pick-eu"', html)
+        assert found, html
+        target = urlparse(found.group(1).replace("&amp;", "&"))
+        assert (target.path, parse_qs(target.query)["at"]) == (f"/clusters/eu{kept}", [moment["time"]])
 
 
 def test_fenced_brokers_count_the_swimlanes_fenced_runs(fleet_ui: RunningUi) -> None:

@@ -14,9 +14,12 @@ from kraftlake.cli.errors import UserFacingError
 
 
 def register(subparsers: Any) -> None:
-    ui = subparsers.add_parser("ui", help="the history explorer: a read-only web app and HTTP API over a warehouse",
-                               epilog="Binds 127.0.0.1 by default. Another --host needs --token (or "
-                                      "$KRAFTLAKE_UI_TOKEN); the URL printed carries it once, as a cookie.")
+    ui = subparsers.add_parser("ui", help="the history explorer: a read-only web app and HTTP API over a warehouse "
+                                          "or a fleet",
+                               epilog="Every cluster of a fleet file: kraftlake ui --fleet fleet.toml (its health on "
+                                      "/fleet, each cluster at /clusters/<name>).\n\nBinds 127.0.0.1 by default. "
+                                      "Another --host needs --token (or $KRAFTLAKE_UI_TOKEN); the URL printed "
+                                      "carries it once, as a cookie.")
     add_warehouse_arguments(ui)
     ui.add_argument("--fleet", type=Path, metavar="FLEET_TOML",
                     help="instead of --warehouse: every cluster of a fleet file, each from ROOT/<cluster> (ROOT: the "
