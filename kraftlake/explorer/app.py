@@ -123,7 +123,8 @@ At = Annotated[str | None, Query(max_length=64, description="an offset, or an IS
 Search = Annotated[str | None, Query(max_length=200, description="keep rows containing this text")]
 ClusterName = Annotated[str, PathParam(max_length=64, description="the cluster's name (`kraftlake ui --name`, or "
                                                                    "the fleet file's)")]
-Window = Annotated[str | None, Query(max_length=64, description="ISO-8601 time")]
+WindowStart = Annotated[str | None, Query(alias="from", max_length=64, description="ISO-8601 time")]
+WindowEnd = Annotated[str | None, Query(max_length=64, description="ISO-8601 time")]
 Labels = Annotated[list[str], Query(max_length=200, description="keep the clusters with this label: KEY=VALUE "
                                                                 "(repeatable: all must hold)")]
 TableName = Annotated[str, PathParam(max_length=64, description="a sub-image table: brokers, partitions, …")]
@@ -141,8 +142,8 @@ def api_router(settings: Settings) -> APIRouter:
         return [Cluster(name=m.name, warehouse=m.explorer.reader.uri, labels=m.labels) for m in served.members()]
 
     @router.get("/fleet", response_model=FleetOut, tags=["fleet"])
-    def fleet(from_: Annotated[str | None, Query(alias="from", max_length=64, description="ISO-8601 time")] = None,
-              to: Window = None, label: Labels = []) -> FleetOut:  # noqa: B006 (FastAPI copies the default)
+    def fleet(from_: WindowStart = None, to: WindowEnd = None,
+              label: Labels = []) -> FleetOut:  # noqa: B006 (FastAPI copies the default)
         """Every cluster's health on one time axis: offline and under-min-ISR partitions, fenced brokers and
         Raft epochs, each the cluster's own timeline series in the same window."""
         return fleet_out(served, from_, to, parse_labels(label))
@@ -166,8 +167,8 @@ def api_router(settings: Settings) -> APIRouter:
 
     @router.get("/clusters/{cluster}/timeline", response_model=TimelineOut, tags=["timeline"])
     def timeline(cluster: ClusterName,
-                 from_: Annotated[str | None, Query(alias="from", max_length=64, description="ISO-8601 time")] = None,
-                 to: Window = None,
+                 from_: WindowStart = None,
+                 to: WindowEnd = None,
                  focus_table: Annotated[str | None, Query(max_length=64)] = None,
                  focus_key: Annotated[str | None, Query(max_length=200)] = None) -> TimelineOut:
         return timeline_out(known(cluster), from_, to, focus_table, focus_key)
@@ -337,7 +338,7 @@ def fleet_out(served: Clusters, from_text: str | None, to_text: str | None, labe
     window = time_window(from_text, to_text, min((r[0] for r in ranges), default=0),
                          max((r[1] for r in ranges), default=0)) if ranges or (from_text and to_text) else None
     return FleetOut(from_time=window[0] if window else None, to_time=window[1] if window else None,
-                    labels=labels, clusters=[fleet_row(m, lines[m.name], window) for m in chosen])
+                    labels=labels, clusters=[fleet_row(m, lines[m.name], window or (0, 0)) for m in chosen])
 
 
 def fleet_timeline(served: Clusters, member: Member) -> tl.Timeline | tuple[str, str]:
@@ -351,10 +352,9 @@ def fleet_timeline(served: Clusters, member: Member) -> tl.Timeline | tuple[str,
         return "unavailable", found[2] if found else one_line(str(error))
 
 
-def fleet_row(member: Member, line: tl.Timeline | tuple[str, str], window: tuple[int, int] | None) -> FleetRow:
-    if not isinstance(line, tl.Timeline) or window is None:  # no window: no cluster has a timeline
-        status, detail = line if isinstance(line, tuple) else ("no history yet", "")
-        return FleetRow(name=member.name, labels=member.labels, status=status, detail=detail)
+def fleet_row(member: Member, line: tl.Timeline | tuple[str, str], window: tuple[int, int]) -> FleetRow:
+    if isinstance(line, tuple):
+        return FleetRow(name=member.name, labels=member.labels, status=line[0], detail=line[1])
     low, high = window
     first_time, last_time = time_range(line)
     return FleetRow(

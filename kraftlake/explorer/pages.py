@@ -151,9 +151,10 @@ def error_page(request: Request, settings: Any, status: int, title: str, detail:
 
 
 def no_history_page(request: Request, settings: Any, detail: str) -> Response:
-    """A fleet's cluster whose warehouse has published nothing yet: a page that says so, not an error."""
+    """A fleet's cluster whose warehouse has published nothing yet: a page that says so, not an error (no views,
+    no moment: there is nothing to show at any)."""
     context = frame(request, settings.clusters, cluster_in_path(request), "", None)
-    return render("no_history.html.j2", detail=detail, **context)
+    return render("no_history.html.j2", detail=detail, **{**context, "links": None})
 
 
 def label_filters(request: Request) -> dict[str, str]:
