@@ -1,5 +1,6 @@
 """`create_app(settings)`: the explorer as one ASGI app, its JSON API under `/api/v1` and its pages under
-`/clusters/{cluster}` (assets under `/-/`, a prefix no cluster takes).
+`/clusters/{cluster}` (assets under `/-/`, a prefix no cluster takes), for one warehouse or every cluster of a
+fleet (`/fleet`: every cluster's health on one time axis, from each cluster's own timeline series).
 
 Read-only by construction: every route is a GET over `WarehouseReader`. Errors are RFC 9457 problem+json
 whose `detail` is the CLI's one line (the reader's own message for a moment it cannot answer). With a token,
@@ -26,7 +27,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from kraftlake.explorer import timeline as tl
-from kraftlake.explorer.errors import BadRequest, ExplorerError, NotFound
+from kraftlake.explorer.clusters import Clusters, Member, OneCluster
+from kraftlake.explorer.errors import BadRequest, ExplorerError, NoHistory
 from kraftlake.explorer.moments import parse_time
 from kraftlake.explorer.schemas import (
     BrokerSpan,
@@ -34,6 +36,8 @@ from kraftlake.explorer.schemas import (
     Cluster,
     Epoch,
     Event,
+    FleetOut,
+    FleetRow,
     Gap,
     HistoryPage,
     HistoryRange,
@@ -62,13 +66,25 @@ PROBLEM = "application/problem+json"
 DETAIL_CHARS = 600
 
 
+FLEET_SERIES = ("offline", "under_min_isr")  # the timeline's own series a fleet row shows (and fenced brokers)
+
+
 @dataclass(frozen=True)
 class Settings:
-    """One explorer: the warehouse's reads (`explorer`), who may ask (`token`, `allowed_hosts`)."""
+    """What the app serves: one warehouse's reads (`explorer`), or any `Clusters` (`served`: a fleet); who may
+    ask (`token`, `allowed_hosts`)."""
 
-    explorer: Explorer
+    explorer: Explorer | None = None
     token: str | None = None
     allowed_hosts: list[str] = field(default_factory=lambda: ["*"])
+    served: Clusters | None = None
+
+    @property
+    def clusters(self) -> Clusters:
+        if self.served is not None:
+            return self.served
+        assert self.explorer is not None, "Settings: give an explorer or the clusters served"
+        return OneCluster(self.explorer)
 
 
 def one_line(text: str) -> str:
@@ -105,24 +121,32 @@ Size = Annotated[int, Query(ge=1, le=500, description="rows per page")]
 At = Annotated[str | None, Query(max_length=64, description="an offset, or an ISO-8601 time (UTC if no zone); "
                                                             "default: the last published image")]
 Search = Annotated[str | None, Query(max_length=200, description="keep rows containing this text")]
-ClusterName = Annotated[str, PathParam(max_length=64, description="the cluster's name (`kraftlake ui --name`)")]
+ClusterName = Annotated[str, PathParam(max_length=64, description="the cluster's name (`kraftlake ui --name`, or "
+                                                                   "the fleet file's)")]
+WindowStart = Annotated[str | None, Query(alias="from", max_length=64, description="ISO-8601 time")]
+WindowEnd = Annotated[str | None, Query(max_length=64, description="ISO-8601 time")]
+Labels = Annotated[list[str], Query(max_length=200, description="keep the clusters with this label: KEY=VALUE "
+                                                                "(repeatable: all must hold)")]
 TableName = Annotated[str, PathParam(max_length=64, description="a sub-image table: brokers, partitions, …")]
 Sort = Annotated[str | None, Query(max_length=64, description="order by this column")]
 
 
 def api_router(settings: Settings) -> APIRouter:
     """The JSON API; the pages read through the same `Explorer`."""
-    explorer = settings.explorer
+    served = settings.clusters
     router = APIRouter(prefix=API, responses=REFUSALS)
-
-    def known(cluster: str) -> Explorer:
-        if cluster != explorer.cluster:
-            raise NotFound(f"no cluster {cluster!r}; clusters: {explorer.cluster}")
-        return explorer
+    known = served.explorer
 
     @router.get("/clusters", response_model=list[Cluster], tags=["clusters"])
     def clusters() -> list[Cluster]:
-        return [Cluster(name=explorer.cluster, warehouse=explorer.reader.uri)]
+        return [Cluster(name=m.name, warehouse=m.explorer.reader.uri, labels=m.labels) for m in served.members()]
+
+    @router.get("/fleet", response_model=FleetOut, tags=["fleet"])
+    def fleet(from_: WindowStart = None, to: WindowEnd = None,
+              label: Labels = []) -> FleetOut:  # noqa: B006 (FastAPI copies the default)
+        """Every cluster's health on one time axis: offline and under-min-ISR partitions, fenced brokers and
+        Raft epochs, each the cluster's own timeline series in the same window."""
+        return fleet_out(served, from_, to, parse_labels(label))
 
     @router.get("/clusters/{cluster}", response_model=HistoryRange, tags=["clusters"])
     def history_range(cluster: ClusterName) -> HistoryRange:
@@ -143,8 +167,8 @@ def api_router(settings: Settings) -> APIRouter:
 
     @router.get("/clusters/{cluster}/timeline", response_model=TimelineOut, tags=["timeline"])
     def timeline(cluster: ClusterName,
-                 from_: Annotated[str | None, Query(alias="from", max_length=64, description="ISO-8601 time")] = None,
-                 to: Annotated[str | None, Query(max_length=64, description="ISO-8601 time")] = None,
+                 from_: WindowStart = None,
+                 to: WindowEnd = None,
                  focus_table: Annotated[str | None, Query(max_length=64)] = None,
                  focus_key: Annotated[str | None, Query(max_length=200)] = None) -> TimelineOut:
         return timeline_out(known(cluster), from_, to, focus_table, focus_key)
@@ -225,20 +249,45 @@ def api_router(settings: Settings) -> APIRouter:
     return router
 
 
-def timeline_out(ex: Explorer, from_text: str | None, to_text: str | None, focus_table: str | None,
-                 focus_key: str | None) -> TimelineOut:
-    """The timeline in a time window (default: the whole history), thinned for drawing."""
-    line = ex.timeline()
+def time_range(line: tl.Timeline) -> tuple[int, int]:
+    """The first and last time the timeline draws (the history before the first image is drawn too)."""
     first_time, last_time = (int(t) for t in line.clock.times(np.array([line.first_offset, line.last_offset])))
-    if len(line.clock.times_ms):  # the history before the first image is drawn too
+    if len(line.clock.times_ms):
         first_time = min(first_time, int(line.clock.times_ms[0]))
+    return first_time, last_time
+
+
+def time_window(from_text: str | None, to_text: str | None, first_time: int, last_time: int) -> tuple[int, int]:
+    """The window a request names (ISO times), the whole range where it names none."""
     low = parse_time(from_text) if from_text else first_time
     high = parse_time(to_text) if to_text else last_time
     if high < low:
         raise BadRequest(f"the window's end ({to_text}) is before its start ({from_text})")
+    return low, high
 
-    def points(series: tl.Series) -> list[Point]:
-        return [Point(offset=o, time=t, value=v) for o, t, v in tl.window(series, low, high, BUCKETS)]
+
+def points(series: tl.Series, low: int, high: int) -> list[Point]:
+    """A series' points in the window, thinned for drawing (`timeline.window`)."""
+    return [Point(offset=o, time=t, value=v) for o, t, v in tl.window(series, low, high, BUCKETS)]
+
+
+def epochs_out(line: tl.Timeline) -> list[Epoch]:
+    times = line.clock.times(np.array([o for e in line.epochs for o in e[1:]], dtype=np.int64)).tolist()
+    return [Epoch(epoch=e, from_offset=a, to_offset=b, from_time=times[2 * i], to_time=times[2 * i + 1])
+            for i, (e, a, b) in enumerate(line.epochs)]
+
+
+def gap_times(ex: Explorer, line: tl.Timeline) -> list[Gap]:
+    spans = [tuple(int(t) for t in line.clock.times(np.array(gap))) for gap in ex.gaps()]
+    return [Gap(first=a, last=b) for a, b in spans]
+
+
+def timeline_out(ex: Explorer, from_text: str | None, to_text: str | None, focus_table: str | None,
+                 focus_key: str | None) -> TimelineOut:
+    """The timeline in a time window (default: the whole history), thinned for drawing."""
+    line = ex.timeline()
+    first_time, last_time = time_range(line)
+    low, high = time_window(from_text, to_text, first_time, last_time)
 
     brokers = {str(broker): [_span(line, span) for span in spans] for broker, spans in line.brokers.items()}
     focus: list[Point] = []
@@ -252,22 +301,68 @@ def timeline_out(ex: Explorer, from_text: str | None, to_text: str | None, focus
     inside = np.flatnonzero((events.times >= low) & (events.times <= high))
     shown = inside[np.linspace(0, len(inside) - 1, EVENTS_SHOWN).astype(int)] if len(inside) > EVENTS_SHOWN \
         else inside
-    gaps = ex.gaps()
-    gap_times = [tuple(int(t) for t in line.clock.times(np.array(gap))) for gap in gaps]
-    epoch_times = line.clock.times(np.array([o for e in line.epochs for o in e[1:]], dtype=np.int64)).tolist()
     return TimelineOut(
         first_offset=line.first_offset, last_offset=line.last_offset, first_time=first_time, last_time=last_time,
-        from_time=low, to_time=high, gaps=[Gap(first=a, last=b) for a, b in gaps],
-        gap_times=[Gap(first=a, last=b) for a, b in gap_times],
+        from_time=low, to_time=high, gaps=[Gap(first=a, last=b) for a, b in ex.gaps()],
+        gap_times=gap_times(ex, line),
         brokers=brokers,
-        series={"under_replicated": points(line.under_replicated), "under_min_isr": points(line.under_min_isr),
-                "offline": points(line.offline)},
-        leaders={str(broker): points(series) for broker, series in line.leaders.items()},
-        epochs=[Epoch(epoch=e, from_offset=a, to_offset=b, from_time=epoch_times[2 * i],
-                      to_time=epoch_times[2 * i + 1]) for i, (e, a, b) in enumerate(line.epochs)],
+        series={name: points(counts, low, high) for name, counts in partition_series(line).items()},
+        fenced_brokers=points(line.fenced_brokers, low, high),
+        leaders={str(broker): points(series, low, high) for broker, series in line.leaders.items()},
+        epochs=epochs_out(line),
         events=[Event(offset=int(events.offsets[i]), time=int(events.times[i]), table=events.tables[i],
                       key=events.keys[i], change=events.changes[i]) for i in shown],
         events_total=len(inside), focus=focus,
+    )
+
+
+def partition_series(line: tl.Timeline) -> dict[str, tl.Series]:
+    """The timeline's partition counts by their API names."""
+    return {"under_replicated": line.under_replicated, "under_min_isr": line.under_min_isr, "offline": line.offline}
+
+
+def parse_labels(given: list[str]) -> dict[str, str]:
+    """`KEY=VALUE` filters (BadRequest: one without `=`)."""
+    pairs = [text.partition("=") for text in given]
+    if bad := [text for text, (_, sep, _) in zip(given, pairs, strict=True) if not sep]:
+        raise BadRequest(f"label {bad[0]!r}: write KEY=VALUE, e.g. env=prod")
+    return {key.strip(): value.strip() for key, _, value in pairs}
+
+
+def fleet_out(served: Clusters, from_text: str | None, to_text: str | None, labels: dict[str, str]) -> FleetOut:
+    """The fleet on one axis: the window spans every shown cluster's history unless the request names one;
+    each row's series are its own timeline's, cut to that window by the same rule as `timeline_out`."""
+    chosen = [m for m in served.members() if all(m.labels.get(k) == v for k, v in labels.items())]
+    lines = {m.name: fleet_timeline(served, m) for m in chosen}
+    ranges = [time_range(line) for line in lines.values() if isinstance(line, tl.Timeline)]
+    window = time_window(from_text, to_text, min((r[0] for r in ranges), default=0),
+                         max((r[1] for r in ranges), default=0)) if ranges or (from_text and to_text) else None
+    return FleetOut(from_time=window[0] if window else None, to_time=window[1] if window else None,
+                    labels=labels, clusters=[fleet_row(m, lines[m.name], window or (0, 0)) for m in chosen])
+
+
+def fleet_timeline(served: Clusters, member: Member) -> tl.Timeline | tuple[str, str]:
+    """The cluster's timeline, or (status, one line) when it has none to draw."""
+    try:
+        return served.explorer(member.name).timeline()
+    except NoHistory as error:
+        return "no history yet", str(error)
+    except (LakeError, OSError, DeltaError) as error:  # one cluster's store failing leaves the others drawn
+        found = problem_for(error)
+        return "unavailable", found[2] if found else one_line(str(error))
+
+
+def fleet_row(member: Member, line: tl.Timeline | tuple[str, str], window: tuple[int, int]) -> FleetRow:
+    if isinstance(line, tuple):
+        return FleetRow(name=member.name, labels=member.labels, status=line[0], detail=line[1])
+    low, high = window
+    first_time, last_time = time_range(line)
+    return FleetRow(
+        name=member.name, labels=member.labels, status="ok", first_time=first_time, last_time=last_time,
+        gap_times=gap_times(member.explorer, line),
+        series={**{name: points(partition_series(line)[name], low, high) for name in FLEET_SERIES},
+                "fenced_brokers": points(line.fenced_brokers, low, high)},
+        epochs=epochs_out(line),
     )
 
 
@@ -308,6 +403,14 @@ def create_app(settings: Settings) -> FastAPI:
         return await refused(request, error.status_code, str(error.detail), one_line(
             f"{request.method} {request.url.path}: {error.detail}"))
 
+    async def no_history(request: Request, error: Exception) -> Response:
+        """A fleet's cluster with nothing published yet: its pages say so (not an error), its API refuses."""
+        if is_api(request):
+            return problem_response(NoHistory.status, NoHistory.title, one_line(str(error)))
+        from kraftlake.explorer.pages import no_history_page
+
+        return no_history_page(request, settings, one_line(str(error)))
+
     async def expected(request: Request, error: Exception) -> Response:
         known_problem = problem_for(error)
         if known_problem is None:
@@ -316,6 +419,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     for kind in (ExplorerError, LakeError, OSError, DeltaError):  # a store's failures come as these two
         app.add_exception_handler(kind, expected)
+    app.add_exception_handler(NoHistory, no_history)
 
     @app.middleware("http")
     async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

@@ -23,6 +23,14 @@ class NotFound(ExplorerError):
     title = "Not found"
 
 
+class NoHistory(ExplorerError):
+    """A fleet's cluster whose warehouse holds no published image yet (or does not exist yet): its pages say
+    so, its API routes refuse with 404."""
+
+    status = 404
+    title = "No history yet"
+
+
 class UnsafeBind(ExplorerError):
     """Serving beyond loopback without an access token, or on a port that is taken: refused before the server
     starts."""

@@ -2,7 +2,9 @@
 
 Every view's state is in its URL's query string (the moment `at`, filters, sort, page), so a pasted link
 opens the same view; every link comes from `Links`, which carries the moment along. Only the timeline has
-a script (`static/timeline.js`, drawn from `/api/v1/.../timeline`); every other page works without one.
+a script (`static/timeline.js`, drawn from `/api/v1/.../timeline`), and the fleet page (`static/fleet.js`, drawn
+from `/api/v1/fleet`); every other page works without one. Serving a fleet, every page's header has a cluster
+picker whose links open the other cluster's same page at the same moment, as a time (offsets are per cluster).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pyarrow.compute as pc
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from kraftlake.explorer.clusters import Clusters
 from kraftlake.explorer.errors import NotFound
 from kraftlake.explorer.service import Explorer
 from kraftlake.image_schema.tables import TABLES
@@ -112,49 +115,107 @@ def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
     return HTMLResponse(TEMPLATES.get_template(name).render(**context), status_code=status)
 
 
+def same_page(links: Links, page_name: str) -> str:
+    """The page a picker link opens in another cluster: the same view where every cluster has it (the timeline,
+    the image, a table); from a topic, the image (that topic may not exist there); from a key's or a diff's
+    page, the timeline."""
+    if page_name in ("image", "topics"):
+        return links.image()
+    return links.table(page_name) if page_name in TABS else links.timeline()
+
+
+def frame(request: Request, served: Clusters, cluster: str | None, page_name: str,
+          moment_time: str | None) -> dict[str, Any]:
+    """What every page's header shows: the cluster, its links, and serving a fleet, the cluster picker (each
+    cluster's same page at `moment_time`, or at the request's moment when that is a time)."""
+    at_text = request.query_params.get("at") or ""
+    at_time = moment_time or (at_text if at_text and not at_text.strip().isdigit() else None)
+    picker = [{"name": m.name, "url": same_page(Links(m.name, at_time), page_name), "current": m.name == cluster}
+              for m in served.members()] if served.is_fleet else []
+    return {"cluster": cluster, "links": Links(cluster, at_text or None) if cluster else None, "moment": None,
+            "at_text": at_text, "page_name": page_name, "query": dict(request.query_params), "picker": picker,
+            "fleet": served.is_fleet}
+
+
+def cluster_in_path(request: Request) -> str | None:
+    parts = request.url.path.split("/")
+    return parts[2] if len(parts) > 2 and parts[1] == "clusters" and parts[2] else None
+
+
 def error_page(request: Request, settings: Any, status: int, title: str, detail: str) -> Response:
-    explorer: Explorer = settings.explorer
-    return render("error.html.j2", status=status, title=title, detail=detail, links=Links(explorer.cluster),
-                  cluster=explorer.cluster, moment=None, at_text=request.query_params.get("at", ""), page_name="",
-                  query={})
+    served: Clusters = settings.clusters
+    names = [m.name for m in served.members()]
+    cluster = cluster_in_path(request) if served.is_fleet else names[0]
+    context = frame(request, served, cluster if cluster in names else None, "", None)
+    return render("error.html.j2", status=status, title=title, detail=detail, **context)
+
+
+def no_history_page(request: Request, settings: Any, detail: str) -> Response:
+    """A fleet's cluster whose warehouse has published nothing yet: a page that says so, not an error (no views,
+    no moment: there is nothing to show at any)."""
+    context = frame(request, settings.clusters, cluster_in_path(request), "", None)
+    return render("no_history.html.j2", detail=detail, **{**context, "links": None})
+
+
+def label_filters(request: Request) -> dict[str, str]:
+    """The fleet page's label filters: every query parameter but the window's (`?env=prod&region=eu`)."""
+    return {k: v for k, v in request.query_params.items() if k not in ("from", "to")}
 
 
 def page_router(settings: Any) -> APIRouter:
-    explorer: Explorer = settings.explorer
+    served: Clusters = settings.clusters
     router = APIRouter(include_in_schema=False)
 
-    def known(cluster: str) -> None:
-        if cluster != explorer.cluster:
-            raise NotFound(f"no cluster {cluster!r}; clusters: {explorer.cluster}")
-
-    def common(request: Request, page_name: str, offset: int | None = None) -> dict[str, Any]:
-        """What every page shows: the cluster, the moment bar, the navigation (links keep the moment)."""
+    def common(request: Request, explorer: Explorer, page_name: str, offset: int | None = None) -> dict[str, Any]:
+        """What every page of a cluster shows: the cluster, the moment bar, the navigation (links keep the
+        moment), the picker (at the moment's time)."""
         at_text = request.query_params.get("at")
         at = str(offset) if offset is not None else at_text
         first, last = explorer.reader.published_range()
-        moment = None
-        if offset is not None:
-            moment = {"offset": offset, "time": iso_time(explorer.time_of(offset))}
-        return {"cluster": explorer.cluster, "links": Links(explorer.cluster, at), "moment": moment,
-                "at_text": at_text or "", "first_offset": first, "last_offset": last, "page_name": page_name,
-                "query": dict(request.query_params)}
+        time = None if offset is None else iso_time(explorer.time_of(offset))
+        moment = None if offset is None else {"offset": offset, "time": time}
+        return {**frame(request, served, explorer.cluster, page_name, time),
+                "links": Links(explorer.cluster, at), "moment": moment, "first_offset": first, "last_offset": last}
 
     @router.get("/")
-    def home() -> Response:
-        return RedirectResponse(Links(explorer.cluster).timeline(), status_code=307)
+    def home(request: Request) -> Response:
+        if served.is_fleet:
+            return fleet(request)
+        return RedirectResponse(Links(served.members()[0].name).timeline(), status_code=307)
+
+    @router.get("/fleet")
+    def fleet(request: Request) -> Response:
+        """Every cluster's health on one time axis (`fleet.js` draws it from `/api/v1/fleet`)."""
+        from kraftlake.explorer.app import API, fleet_out
+
+        filters = label_filters(request)
+        params = request.query_params
+        found = fleet_out(served, params.get("from"), params.get("to"), filters)
+        values: dict[str, set[str]] = {}
+        for member in served.members():
+            for key, value in member.labels.items():
+                values.setdefault(key, set()).add(value)
+        window = [(k, params[k]) for k in ("from", "to") if params.get(k)]
+        api = f"{API}/fleet?" + urlencode([*window, *(("label", f"{k}={v}") for k, v in filters.items())])
+        return render("fleet.html.j2", **frame(request, served, None, "fleet", None), rows=found.clusters,
+                      api=api, filters=filters, label_values={k: sorted(v) for k, v in sorted(values.items())},
+                      filter_url=lambda key, value: "/fleet?" + urlencode(
+                          {**dict(window), **{k: v for k, v in filters.items() if k != key},
+                           **({key: value} if value else {})}),
+                      problem=served.problem)
 
     @router.get("/clusters/{cluster}")
     def timeline(request: Request, cluster: str) -> Response:
-        known(cluster)
+        explorer = served.explorer(cluster)
         at = request.query_params.get("at")
         offset = explorer.offset(at)
-        return render("timeline.html.j2", **common(request, "timeline", offset),
+        return render("timeline.html.j2", **common(request, explorer, "timeline", offset),
                       window_from=request.query_params.get("from", ""), window_to=request.query_params.get("to", ""))
 
     @router.get("/clusters/{cluster}/image")
     def image(request: Request, cluster: str, q: str | None = None, sort: str | None = None, desc: bool = False,
               page: int = 1) -> Response:
-        known(cluster)
+        explorer = served.explorer(cluster)
         offset = explorer.offset(request.query_params.get("at"))
         view = explorer.image(offset)
         topics = explorer.topics_page(offset, q, sort, desc, page, 100)
@@ -162,20 +223,20 @@ def page_router(settings: Any) -> APIRouter:
                  for name in ("brokers", "controllers", "voters", "features", "kraft_version")}
         totals = {name: int(pc.sum(view.flags[name]).as_py() or 0) for name in view.flags.column_names}
         fenced = int(pc.sum(view.tables["brokers"]["fenced"]).as_py() or 0)
-        return render("image.html.j2", **common(request, "image", offset), view=view, topics=topics, small=small,
-                      totals=totals, fenced=fenced,
+        return render("image.html.j2", **common(request, explorer, "image", offset), view=view, topics=topics,
+                      small=small, totals=totals, fenced=fenced,
                       q=q or "", sort=sort or "", desc=desc, page=page,
                       counts={name: t.num_rows for name, t in view.tables.items()})
 
     @router.get("/clusters/{cluster}/image/{table}")
     def table(request: Request, cluster: str, table: str, q: str | None = None, sort: str | None = None,
               desc: bool = False, page: int = 1, size: int = 100) -> Response:
-        known(cluster)
+        explorer = served.explorer(cluster)
         if table == "topics":
             return RedirectResponse(Links(explorer.cluster, request.query_params.get("at")).image(), status_code=307)
         offset = explorer.offset(request.query_params.get("at"))
         found = explorer.table_page(offset, table, q, sort, desc, page, size)
-        return render("table.html.j2", **common(request, table, offset), table=table, found=found,
+        return render("table.html.j2", **common(request, explorer, table, offset), table=table, found=found,
                       rows=found.rows, q=q or "",
                       sort=sort or "", desc=desc, page=page, size=size,
                       columns=TABLES[table].schema.names)
@@ -183,53 +244,53 @@ def page_router(settings: Any) -> APIRouter:
     @router.get("/clusters/{cluster}/topics/{topic}")
     def topic(request: Request, cluster: str, topic: str, only: str | None = None, page: int = 1,
               size: int = 100) -> Response:
-        known(cluster)
+        explorer = served.explorer(cluster)
         offset = explorer.offset(request.query_params.get("at"))
         summary = explorer.topic_ids(offset, topic).to_pylist()[0]
         found = explorer.partitions_page(offset, topic, only, page, size)
-        return render("topic.html.j2", **common(request, "topics", offset), topic=summary, found=found,
+        return render("topic.html.j2", **common(request, explorer, "topics", offset), topic=summary, found=found,
                       rows=found.rows,
                       only=only or "", page=page, size=size, columns=TABLES["partitions"].schema.names)
 
     @router.get("/clusters/{cluster}/changes")
     def changes(request: Request, cluster: str, table: str | None = None, q: str | None = None,
                 page: int = 1) -> Response:
-        known(cluster)
+        explorer = served.explorer(cluster)
         params = request.query_params
         last = explorer.reader.published_range()[1]
         end = explorer.offset(params.get("to") or params.get("at") or str(last))
         start = explorer.offset(params.get("from")) if params.get("from") else max(end - 1, 0)
         counts, found = explorer.changes_page(start, end, table, q, page, 100)
         shown = table or next((name for name, count in counts.items() if count), None)
-        context = common(request, "changes", end)
+        context = common(request, explorer, "changes", end)
         return render("changes.html.j2", **context, start=start, end=end, counts=counts, shown=shown,
                       found=found, q=q or "", page=page,
                       start_time=iso_time(explorer.time_of(start)))
 
     @router.get("/clusters/{cluster}/history/{table}")
     def history(request: Request, cluster: str, table: str, key: str = "", page: int = 1) -> Response:
-        known(cluster)
+        explorer = served.explorer(cluster)
         if table not in TABLES:
             raise NotFound(f"no table {table!r}; tables: {', '.join(TABLES)}")
         at = request.query_params.get("at")
         offset = explorer.offset(at) if at else None
         found = explorer.history_page(table, key, None, None, page, 100) if key else None
-        return render("history.html.j2", **common(request, "history", offset), table=table, key=key,
+        return render("history.html.j2", **common(request, explorer, "history", offset), table=table, key=key,
                       found=found, page=page, window_from="", window_to="")
 
     @router.get("/clusters/{cluster}/principals/{principal}")
     def principal(request: Request, cluster: str, principal: str) -> Response:
         """A principal over time: its ACLs, SCRAM credentials and quotas."""
-        known(cluster)
+        explorer = served.explorer(cluster)
         at = request.query_params.get("at")
         offset = explorer.offset(at) if at else None
-        return render("principal.html.j2", **common(request, "history", offset), principal=principal,
+        return render("principal.html.j2", **common(request, explorer, "history", offset), principal=principal,
                       tables=explorer.principal_history(principal))
 
     @router.get("/clusters/{cluster}/brokers/{broker}")
     def broker(cluster: str, broker: str, request: Request) -> Response:
         """A broker's page: its versions and the timeline focused on it."""
-        known(cluster)
+        served.explorer(cluster)
         return RedirectResponse(Links(cluster, request.query_params.get("at")).history("brokers", broker),
                                 status_code=307)
 

@@ -21,6 +21,8 @@ class Problem(BaseModel):
 class Cluster(BaseModel):
     name: str
     warehouse: str
+    labels: dict[str, str] = Field(default_factory=dict, description="the fleet file's labels (none for one "
+                                                                      "warehouse)")
 
 
 class Gap(BaseModel):
@@ -164,8 +166,36 @@ class TimelineOut(BaseModel):
     gap_times: list[Gap] = Field(description="the gaps' first and last append times (epoch ms)")
     brokers: dict[str, list[BrokerSpan]]
     series: dict[str, list[Point]]
+    fenced_brokers: list[Point] = Field(description="how many brokers are fenced (the swimlanes' fenced runs)")
     leaders: dict[str, list[Point]]
     epochs: list[Epoch]
     events: list[Event]
     events_total: int
     focus: list[Point] = Field(description="versions of the focused row (value: 0 insert, 1 update, 2 delete)")
+
+
+class FleetRow(BaseModel):
+    """One cluster of the fleet on the shared axis: its health series, each the cluster's own timeline series
+    in the same window (`/clusters/{c}/timeline?from=&to=`), and its Raft epochs (a new one: the controller
+    changed). Without history (`status` not "ok") the series are empty and `detail` says why."""
+
+    name: str
+    labels: dict[str, str]
+    status: str = Field(description="ok, no history yet, or unavailable (the store failed)")
+    detail: str = ""
+    first_time: int | None = None
+    last_time: int | None = None
+    gap_times: list[Gap] = Field(default_factory=list)
+    series: dict[str, list[Point]] = Field(default_factory=dict, description=(
+        "offline, under_min_isr (the timeline's `series`) and fenced_brokers"))
+    epochs: list[Epoch] = Field(default_factory=list)
+
+
+class FleetOut(BaseModel):
+    """Every cluster of the fleet (those with all the `label` filters), on one time axis from `from_time` to
+    `to_time` (epoch ms; default: the earliest history to the latest)."""
+
+    from_time: int | None
+    to_time: int | None
+    labels: dict[str, str] = Field(description="the label filters applied")
+    clusters: list[FleetRow]

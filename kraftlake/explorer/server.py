@@ -13,9 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kraftlake.explorer.app import Settings, create_app
+from kraftlake.explorer.clusters import Clusters
 from kraftlake.explorer.errors import UnsafeBind
-from kraftlake.explorer.service import DEFAULT_CACHE_BYTES, Explorer
-from kraftlake.lake.reader import WarehouseReader
 
 LOOPBACK_NAMES = ("localhost",)
 TOKEN_ENV = "KRAFTLAKE_UI_TOKEN"
@@ -26,8 +25,6 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 0  # 0: a free port
     token: str | None = None
-    cluster: str = "default"
-    cache_bytes: int = DEFAULT_CACHE_BYTES
 
 
 def is_loopback(host: str) -> bool:
@@ -70,17 +67,16 @@ def bound_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(reader: WarehouseReader, options: ServeOptions, announce: Callable[[str], None] = print) -> None:
+def serve(clusters: Clusters, options: ServeOptions, announce: Callable[[str], None] = print) -> None:
     """Run the explorer until interrupted; `announce` receives its URL (with the token, to open once)."""
     import uvicorn
 
     check_bind(options)
     sock = bound_socket(options.host, options.port)
     port = sock.getsockname()[1]
-    explorer = Explorer(reader, options.cluster, options.cache_bytes)
-    app = create_app(Settings(explorer, options.token, allowed_hosts(options)))
+    app = create_app(Settings(token=options.token, allowed_hosts=allowed_hosts(options), served=clusters))
     shown = f"[{options.host.strip('[]')}]" if ":" in options.host else options.host
     suffix = f"/?token={options.token}" if options.token else "/"
-    announce(f"kraftlake ui: http://{shown}:{port}{suffix}  (warehouse {reader.uri}; Ctrl-C stops)")
+    announce(f"kraftlake ui: http://{shown}:{port}{suffix}  ({clusters.describe()}; Ctrl-C stops)")
     config = uvicorn.Config(app, log_level="warning", access_log=False, server_header=False)
     uvicorn.Server(config).run(sockets=[sock])

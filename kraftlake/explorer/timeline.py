@@ -4,7 +4,8 @@
 The series follow the summary views' rules (`kraftlake.analytics.summaries`, tested against the same
 scenario): a partition is under-replicated when its ISR is smaller than its replicas, offline without a
 leader, under min ISR when its ISR is below min.insync.replicas (the topic's, else the cluster default, else
-1); a broker is registered, fenced, in controlled shutdown or unregistered. Each series is a step function:
+1); a broker is registered, fenced, in controlled shutdown or unregistered, and the fenced brokers are counted
+from those same runs. Each series is a step function:
 (offset, value) after every offset where the value changed. Times are the append time of the batch holding
 an offset (`Clock`).
 """
@@ -86,6 +87,7 @@ class Timeline:
     under_replicated: Series
     under_min_isr: Series
     offline: Series
+    fenced_brokers: Series
     leaders: dict[int, Series]
     epochs: list[tuple[int, int, int]]  # (epoch, first offset, last offset)
     events: Events
@@ -101,13 +103,15 @@ def build_timeline(reader: WarehouseReader) -> Timeline:
                                                         "deleted", "isr", "replicas", "leader"])
     versions = _PartitionVersions.of(partitions)
     min_isr = reader.history_rows("configs", [Where("name", "=", MIN_ISR)])
+    brokers = broker_spans(reader.history_rows("brokers", (), ["broker_id", "from_offset", "deleted", "fenced",
+                                                               "in_controlled_shutdown"]))
     return Timeline(
         first_offset=first, last_offset=last, clock=clock,
-        brokers=broker_spans(reader.history_rows("brokers", (), ["broker_id", "from_offset", "deleted", "fenced",
-                                                                "in_controlled_shutdown"])),
+        brokers=brokers,
         under_replicated=versions.count(versions.under_replicated()).timed(clock),
         under_min_isr=versions.under_min_isr(min_isr).timed(clock),
         offline=versions.count(versions.offline()).timed(clock),
+        fenced_brokers=fenced_count(brokers).timed(clock),
         leaders={broker: series.timed(clock) for broker, series in versions.leaders().items()},
         epochs=_epochs(batches),
         events=_events(reader, clock),
@@ -127,6 +131,16 @@ def broker_spans(rows: pa.Table) -> dict[int, list[Span]]:
             runs[-1] = Span(runs[-1].state, runs[-1].start, row["from_offset"])
         runs.append(Span(state, row["from_offset"], None))
     return dict(spans)
+
+
+def fenced_count(spans: dict[int, list[Span]]) -> Series:
+    """How many brokers are fenced after each offset where that changed: the swimlanes' fenced runs, counted
+    (so the fleet's count and a cluster's swimlanes cannot disagree)."""
+    starts = [span.start for runs in spans.values() for span in runs if span.state == "fenced"]
+    ends = [span.end for runs in spans.values() for span in runs if span.state == "fenced" and span.end is not None]
+    offsets = np.array([*starts, *ends], dtype=np.int64)
+    steps = np.r_[np.ones(len(starts), np.int64), -np.ones(len(ends), np.int64)]
+    return _summed(offsets, steps)
 
 
 @dataclass(frozen=True)

@@ -65,9 +65,11 @@ class RunningUi:
         return self.url.split("/?")[0].rstrip("/")
 
 
-def start_ui(warehouse: Warehouse, *flags: str, env: dict[str, str] | None = None) -> RunningUi:
-    """`kraftlake ui` as users start it, on a free port; returns once it printed its URL and answers."""
-    process = subprocess.Popen([*KRAFTLAKE, "ui", "--warehouse", warehouse.uri, *flags], stdout=subprocess.PIPE,
+def start_ui(source: Warehouse | Path, *flags: str, env: dict[str, str] | None = None) -> RunningUi:
+    """`kraftlake ui` as users start it (over a warehouse, or a fleet file's clusters), on a free port; returns
+    once it printed its URL and answers."""
+    served = ["--warehouse", source.uri] if isinstance(source, Warehouse) else ["--fleet", str(source)]
+    process = subprocess.Popen([*KRAFTLAKE, "ui", *served, *flags], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})})
     assert process.stdout is not None
     line = process.stdout.readline()
@@ -92,8 +94,8 @@ def running_ui() -> Iterator[Callable[..., RunningUi]]:
     """Starts `kraftlake ui` processes for the module; each is stopped (by its own pid) at the end."""
     started: list[RunningUi] = []
 
-    def start(warehouse: Warehouse, *flags: str, env: dict[str, str] | None = None) -> RunningUi:
-        started.append(start_ui(warehouse, *flags, env=env))
+    def start(source: Warehouse | Path, *flags: str, env: dict[str, str] | None = None) -> RunningUi:
+        started.append(start_ui(source, *flags, env=env))
         return started[-1]
 
     yield start

@@ -37,12 +37,14 @@ RECORDS = [*SCENARIO, *EXTRA]
 LAST = len(RECORDS) - 1
 
 
-def build(path: Path) -> Warehouse:
-    """The warehouse, published in three images (readers must read across them)."""
+def build(path: Path, start_ms: int = START_MS, failover_at: int | None = None) -> Warehouse:
+    """The warehouse, published in three images (readers must read across them); another cluster of a fleet
+    starts at another time, its controller failing over (Raft epoch 1 → 2) from offset `failover_at`."""
     warehouse = Warehouse(path)
     pipeline = MetadataPipeline(warehouse)
     for offset, record in enumerate(RECORDS):
-        pipeline.load(data(offset, 1, 100, [record], append_time_ms=START_MS + offset * 1000))
+        epoch = 2 if failover_at is not None and offset >= failover_at else 1
+        pipeline.load(data(offset, epoch, 100, [record], append_time_ms=start_ms + offset * 1000))
         if offset in (12, 26):
             pipeline.commit()
     pipeline.commit()

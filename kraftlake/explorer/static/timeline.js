@@ -314,6 +314,12 @@ class Timeline {
       }
       link.href = target.pathname + target.search;
     }
+    // the cluster picker's links carry the moment as a time: offsets are per cluster
+    for (const link of document.querySelectorAll("a[data-moment-time]")) {
+      const target = new URL(link.href);
+      if (time) target.searchParams.set("at", time); else target.searchParams.delete("at");
+      link.href = target.pathname + target.search;
+    }
     const input = document.getElementById("at");
     if (input) input.value = offset;
     const shown = document.querySelector("[data-testid=moment-offset]");
