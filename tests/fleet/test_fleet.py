@@ -2,9 +2,10 @@
 metadata.version 3.9 and `beta`, and the shared three-node cluster whose controllers speak SCRAM over TLS,
 `secure`) followed by one `kraftlake follow --fleet` process, with its faults: beta SIGKILLed and restarted, a
 cluster unreachable from the start, one whose password is wrong, `secure` added to the file while the others
-run. Then one `kraftlake materialize --fleet` over every topic (plus one topic holding garbage, which stops
-that cluster alone) into ROOT/<cluster>, registered in a Hive metastore on a real PostgreSQL server, and the
-fleet views answering the README's five questions."""
+run. Then the fleet job, submitted with `spark-submit` to a Spark standalone cluster, over every topic (plus one
+topic holding garbage, which stops that cluster alone) into ROOT/<cluster> on a real S3 server (SeaweedFS),
+registered in a Hive metastore on a real PostgreSQL server, and the fleet views answering the README's five
+questions."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -28,8 +29,11 @@ from kraftlake.cli.kafka_node import KafkaNode, free_ports, kafka_uuid
 from kraftlake.lake.errors import LakeError
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
+from kraftlake.settings.fleet import cluster_location
 from tests.fixtures.broker import produce
 from tests.fixtures.postgres import Postgres
+from tests.fixtures.s3 import S3Store
+from tests.fixtures.spark_cluster import SparkCluster
 from tests.follow.test_follow import assert_log_in_topic, create_topics
 from tests.harness.followers import REPO, log_batches, wait_published
 from tests.harness.followers import end_offset as end_of_log
@@ -40,8 +44,8 @@ WRONG_PASSWORD = "not-the-password-7f3a"
 TOPIC = "kraftlake-metadata-{}"
 
 
-def kraftlake(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def kraftlake(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     return subprocess.run([sys.executable, "-m", "kraftlake.cli.main", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -56,11 +60,16 @@ class Fleet:
     bootstrap: str
     nowhere: int = 0  # a port nothing listens on
     follower_output: str = ""
+    warehouse_root: str = ""  # ROOT (default: ROOT/lake on disk)
+    store_env: dict[str, str] = field(default_factory=dict)  # the object store's AWS_* settings, once on S3
+
+    def warehouse(self, name: str) -> Warehouse:
+        return Warehouse(cluster_location(self.warehouse_root or str(self.root / "lake"), name), self.store_env)
 
     def write(self, *clusters: str) -> None:
         """The fleet file with these clusters (`CLUSTERS` texts), atomically (a reader never sees half)."""
         text = textwrap.dedent(f"""\
-            warehouse_root = "{self.root / 'lake'}"
+            warehouse_root = "{self.warehouse_root or self.root / 'lake'}"
             checkpoint = "{self.root / 'checkpoint'}"
             """) + "".join(self.cluster_text(name) for name in clusters)
         temporary = self.file.with_suffix(".tmp")
@@ -239,10 +248,15 @@ QUESTIONS = {  # the README's five fleet questions ("Many clusters"), as `kraftl
 
 
 @pytest.fixture(scope="module")
-def materialized(followed: Fleet, postgres: Postgres) -> Iterator[tuple[Fleet, subprocess.CompletedProcess[str]]]:
-    """`kraftlake materialize --fleet --available-now` over every topic, one of which holds garbage, into a
-    catalog on PostgreSQL."""
+def materialized(
+    followed: Fleet, postgres: Postgres, spark_cluster: SparkCluster, s3_store: S3Store
+) -> Iterator[tuple[Fleet, subprocess.CompletedProcess[str]]]:
+    """The fleet job (`spark-submit jobs/materialize.py --fleet … --available-now`) on the standalone cluster over
+    every topic, one of which holds garbage, into warehouses on S3 and a catalog on PostgreSQL."""
     fleet = followed
+    fleet.warehouse_root = s3_store.uri(f"fleet-{fleet.root.name}")
+    fleet.store_env = s3_store.storage_options()  # as an operator sets them: the environment (delta-rs, S3A)
+    fleet.write("alpha", "beta", "badcreds", "secure")
     produce(fleet.bootstrap, TOPIC.format("garbage"), [((0).to_bytes(8, "big"), b"not a record batch")], partition=0)
     fleet.file.write_text(fleet.file.read_text() + textwrap.dedent(f"""
         [clusters.garbage]
@@ -253,8 +267,11 @@ def materialized(followed: Fleet, postgres: Postgres) -> Iterator[tuple[Fleet, s
         user = "{postgres.user}"
         password_file = "{postgres.password_file}"
         """))
-    done = kraftlake("materialize", "--fleet", str(fleet.file), "--bootstrap-servers", fleet.bootstrap,
-                     "--available-now", timeout=900)
+    done = subprocess.run(
+        [*spark_cluster.submit_args(), str(REPO / "jobs" / "materialize.py"), "--fleet", str(fleet.file),
+         "--bootstrap-servers", fleet.bootstrap, "--available-now"],
+        cwd=fleet.root, env={**spark_cluster.submit_env(), **fleet.store_env}, capture_output=True, text=True,
+        timeout=900)
     yield fleet, done
 
 
@@ -265,18 +282,18 @@ def test_one_job_materializes_every_cluster_and_a_bad_one_stops_alone(
     errors = [line for line in done.stderr.splitlines() if line.startswith(("materialize:", "kraftlake"))]
     assert done.returncode == 2, done.stderr[-3000:]
     assert any(line.startswith("materialize: cluster garbage: ") for line in errors), errors
-    assert errors[-1].startswith("kraftlake materialize: 1 of 5 clusters stopped (garbage)"), errors
+    assert errors[-1].startswith("materialize: 1 of 5 clusters stopped (garbage)"), errors  # the job's own line
     for name in ("alpha", "beta", "secure"):
-        reader = WarehouseReader(Warehouse(fleet.root / "lake" / name))
+        reader = WarehouseReader(fleet.warehouse(name))
         assert reader.published_range()[1] == published_to(fleet, name), name
     topics = {"alpha": {"orders", "payments", "refunds", "chargebacks"}, "beta": {"clicks", "views"},
               "secure": {"audit"}}
     for name, names in topics.items():
-        reader = WarehouseReader(Warehouse(fleet.root / "lake" / name))
+        reader = WarehouseReader(fleet.warehouse(name))
         image = reader.image_at(reader.published_range()[1])
         assert names <= set(image.tables["topics"].column("name").to_pylist()), name
     with pytest.raises(LakeError):  # it stopped at its first message: nothing published
-        WarehouseReader(Warehouse(fleet.root / "lake" / "garbage")).published_range()
+        WarehouseReader(fleet.warehouse("garbage")).published_range()
 
 
 def test_the_fleet_views_answer_the_five_questions(
@@ -288,7 +305,7 @@ def test_the_fleet_views_answer_the_five_questions(
                for name in ("alpha", "beta", "secure")}
     query = " UNION ALL ".join(f"SELECT '{name}' AS question, to_json(struct(*)) AS answer FROM ({sql})"
                                for name, sql in {**QUESTIONS, **catalog}.items())
-    done = kraftlake("sql", "--fleet", str(fleet.file), "--json", query, timeout=900)
+    done = kraftlake("sql", "--fleet", str(fleet.file), "--json", query, timeout=900, env=fleet.store_env)
     assert done.returncode == 0, done.stderr[-3000:]
     answers: dict[str, list[dict[str, object]]] = {name: [] for name in [*QUESTIONS, *catalog]}
     for line in done.stdout.splitlines():
