@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kraftlake.fleet.catalog import CatalogError, catalog_conf, register_cluster
+from kraftlake.fleet.catalog import CatalogError, catalog_conf, check_catalog, register_cluster
 from kraftlake.jobs import kafka_topic
 from kraftlake.jobs.kafka_topic import KafkaTopicError
 from kraftlake.jobs.materialize import (
@@ -231,6 +231,10 @@ def run_fleet_job(config: MaterializeConfig, spark: Any | None = None) -> None:
     except CatalogError as error:
         raise MaterializeError(str(error)) from None
     spark = spark or local_spark("kraftlake-materialize-fleet", extra=conf)
+    try:
+        check_catalog(spark, fleet.settings.catalog)
+    except CatalogError as error:
+        raise MaterializeError(str(error)) from None
     failures = run_fleet(config, config.fleet, spark)
     if failures:
         raise MaterializeError(f"{len(failures)} of {len(fleet.clusters)} clusters stopped ("

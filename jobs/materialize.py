@@ -195,7 +195,7 @@ def check_topic_identity(spark: Any, config: MaterializeConfig) -> None:
 def concise_failure(text: str) -> str:
     """The line that says what went wrong, out of a streaming query's error (Python and JVM traces)."""
     for line in reversed(text.splitlines()):
-        for marker in ("KafkaTopicError: ", "RecordFormatError: ", "ReplayError: "):
+        for marker in ("KafkaTopicError: ", "RecordFormatError: ", "ReplayError: ", "CatalogError: "):
             if marker in line:
                 return line.split(marker, 1)[1].strip()
     return f"the streaming query failed: {text.splitlines()[0] if text else 'no message'}"

@@ -16,6 +16,8 @@ a `[catalog]` in the fleet file the metastore is Spark's embedded Derby (one JVM
 
 from __future__ import annotations
 
+import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,9 @@ from kraftlake.settings.fleet import CatalogSettings
 from kraftlake.settings.spark import spark_uri
 
 POSTGRES_DRIVER = "org.postgresql.Driver"
+CONNECT_TIMEOUT_S = 10.0
+_JDBC_HOST = re.compile(r"^jdbc:[a-z]+://(?P<host>\[[^\]]+\]|[^:/?]+)(?::(?P<port>\d+))?")
+_DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306}
 
 
 class CatalogError(Exception):
@@ -69,7 +74,16 @@ def catalog_conf(catalog: CatalogSettings | None, derby_home: Path) -> dict[str,
 
 def register_cluster(spark: Any, name: str, warehouse: Warehouse) -> list[str]:
     """Schema `name` with every table of the cluster's warehouse (which must exist), idempotently; returns the
-    qualified names."""
+    qualified names. A metastore failure raises CatalogError naming the cluster (a rerun registers the rest)."""
+    try:
+        return _register(spark, name, warehouse)
+    except CatalogError:
+        raise
+    except Exception as error:
+        raise CatalogError(f"catalog: cannot register cluster {name}: {_first_line(error)}") from None
+
+
+def _register(spark: Any, name: str, warehouse: Warehouse) -> list[str]:
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {name} COMMENT 'kraftlake: cluster {name}, warehouse {warehouse.uri}'")
     registered = []
     for table in all_tables():
@@ -77,3 +91,39 @@ def register_cluster(spark: Any, name: str, warehouse: Warehouse) -> list[str]:
         spark.sql(f"CREATE TABLE IF NOT EXISTS {name}.{table} USING delta LOCATION '{location}'")
         registered.append(f"{name}.{table}")
     return registered
+
+
+def check_catalog(spark: Any, catalog: CatalogSettings | None) -> None:
+    """Fail before any micro-batch when the metastore cannot be used: its database's address is tried first
+    (a server that is down is named with the reason, not as Hive's "Unable to instantiate
+    SessionHiveMetaStoreClient"), then the metastore itself is asked for its schemas."""
+    where = "the embedded metastore" if catalog is None else f"catalog {catalog.jdbc_url}"
+    if catalog is not None:
+        _check_reachable(catalog.jdbc_url)
+    try:
+        spark.sql("SHOW SCHEMAS").collect()
+    except Exception as error:
+        hint = "" if catalog is None else (" (is the JDBC driver in build/jars/spark: `make jars`; are the user and "
+                                           "password_file right?)")
+        raise CatalogError(f"{where}: {_first_line(error)}{hint}") from None
+
+
+def _check_reachable(jdbc_url: str) -> None:
+    found = _JDBC_HOST.match(jdbc_url)
+    if found is None:
+        return
+    kind = jdbc_url.split(":", 2)[1]
+    port = int(found["port"]) if found["port"] else _DEFAULT_PORTS.get(kind)
+    if port is None:
+        return
+    host = found["host"].strip("[]")
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as error:
+        raise CatalogError(f"catalog {jdbc_url}: cannot connect to {host}:{port}: "
+                           f"{error.strerror or error}") from None
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
