@@ -231,4 +231,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # spark-submit runs this file as `__main__`; the fleet's code imports it as `kraftlake.jobs.materialize`. Run
+    # that module's `main`, so the errors it catches are the classes the rest of the job raises.
+    from kraftlake.jobs.materialize import main as package_main
+
+    sys.exit(package_main())

@@ -128,7 +128,9 @@ def test_the_topic_is_the_committed_log_through_leader_and_broker_crashes(
         with (tmp_path / "simulate.out").open("wb") as out:
             workload = subprocess.Popen(
                 [sys.executable, "-m", "kraftlake.cli.main", "simulate", "--controllers", addresses, "--brokers", "6",
-                 "--topics", "20", "--partitions", "6", "--steps", "1000", "--seed", "11"],
+                 "--topics", "20", "--partitions", "6", "--steps", "1000", "--seed", "11",
+                 # heartbeats between steps only would let sessions lapse while a loaded machine elects a leader
+                 "--heartbeat-interval-ms", "500"],
                 cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
             )
         wait_for(lambda: high_watermark(quorum) > 200, "the workload to get going")
