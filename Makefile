@@ -10,7 +10,7 @@ JARS := build/jars
 JAR_STAMPS := $(JARS)/kafka/.fetched $(JARS)/kafka-shell/.fetched $(JARS)/spark/.fetched
 ORACLE := $(JARS)/oracle/classes/.compiled
 
-.PHONY: run test check docs lint typecheck bench clean install jars fuzz
+.PHONY: run test test-long check docs lint typecheck bench clean install jars fuzz
 
 install: $(STAMP) jars
 
@@ -46,7 +46,11 @@ typecheck: $(STAMP)
 
 test: install typecheck docs
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not long"
+
+# The tests that take minutes each (marker `long`): run before a release, or after a change to what they cover.
+test-long: install
+	$(BIN)/python -m pytest -q -m long
 
 # The fast lane before `make test`: lint, types and the unit tests: the packages' folders below, less any
 # test that starts a JVM or a server (marker `jvm`, tests/conftest.py) and the longest property and

@@ -18,6 +18,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from kraftlake.bridge.publisher import PublisherConfig, read_tail
@@ -93,10 +94,27 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
         kafka.stop()
 
 
-def create_topics(node: KafkaNode, *names: str) -> None:
-    admin = AdminClient({"bootstrap.servers": node.bootstrap_servers})
-    for future in admin.create_topics([NewTopic(name, 3, 1) for name in names]).values():
-        future.result(timeout=90)  # right after a controller failover, on a loaded machine, it can take a while
+def create_topics(node: KafkaNode, *names: str, timeout_s: float = 120.0) -> None:
+    """Creates the topics through `node`, asking again with a new client when a request times out: right after
+    a controller failover a node's metadata may still name the killed node as the controller, and a client
+    that learned it waits for that node until its request times out (seen in CI: `Failed while waiting for
+    controller`). A topic that exists by then was created by a request that timed out on its way back."""
+    deadline = time.monotonic() + timeout_s
+    pending, retry = list(names), False
+    while pending:
+        admin = AdminClient({"bootstrap.servers": node.bootstrap_servers})
+        futures = admin.create_topics([NewTopic(name, 3, 1) for name in pending], request_timeout=15.0)
+        for name, future in futures.items():
+            try:
+                future.result(timeout=30)
+                pending.remove(name)
+            except KafkaException as error:
+                code = error.args[0].code()
+                if retry and code == KafkaError.TOPIC_ALREADY_EXISTS:
+                    pending.remove(name)
+                elif code != KafkaError._TIMED_OUT or time.monotonic() > deadline:
+                    raise
+        retry = True
 
 
 def end_offset(node: KafkaNode) -> int:

@@ -53,6 +53,7 @@ def test_without_the_jars_one_line_names_what_is_missing_and_the_fix(tmp_path: P
     assert not (tmp_path / "warehouse").exists()
 
 
+@pytest.mark.long  # `make test-long`: Maven resolves and downloads the packages, a minute or more
 def test_with_the_packages_the_job_runs(kafka_broker, samples_dir: Path, tmp_path: Path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     topic = create_topic(bootstrap)

@@ -189,6 +189,7 @@ def protocol(warehouse: Warehouse, name: str) -> tuple[Any, ...]:
     return found.min_reader_version, found.min_writer_version, found.reader_features, found.writer_features
 
 
+@pytest.mark.long  # `make test-long`: about six minutes of Spark OPTIMIZE and VACUUM on 2 cores
 def test_user_optimize_and_vacuum_keep_time_travel_and_the_sink_writes_on(
     spark: SparkSession, samples_dir: Path, tmp_path: Path
 ) -> None:
