@@ -228,10 +228,7 @@ def run_fleet_job(config: MaterializeConfig, spark: Any | None = None) -> None:
     fleet = load_fleet(config.fleet)
     try:
         conf = catalog_conf(fleet.settings.catalog, config.spark_checkpoint.absolute() / "metastore")
-    except CatalogError as error:
-        raise MaterializeError(str(error)) from None
-    spark = spark or local_spark("kraftlake-materialize-fleet", extra=conf)
-    try:
+        spark = spark or local_spark("kraftlake-materialize-fleet", extra=conf)
         check_catalog(spark, fleet.settings.catalog)
     except CatalogError as error:
         raise MaterializeError(str(error)) from None
