@@ -199,13 +199,17 @@ class FleetSupervisor:
                 continue
             if running is not None:
                 log.info("fleet: cluster %s changed in %s: restarting its follower", name, self.path)
-                self._remove(name)
+                self._stop(running)  # replaced below, never missing from `followers` (a status reader sees it)
             else:
                 log.info("fleet: following cluster %s into topic %s", name, cluster.topic)
             self.followers[name] = ClusterFollower(cluster, self.config).start()
 
     def _remove(self, name: str) -> None:
-        follower = self.followers.pop(name)
+        self._stop(self.followers[name])
+        del self.followers[name]
+
+    @staticmethod
+    def _stop(follower: ClusterFollower) -> None:
         follower.stop()
         follower.join(15)
         if follower.status_file is not None:

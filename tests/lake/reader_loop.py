@@ -39,22 +39,24 @@ def run(argv: list[str]) -> tuple[int, str, str]:
     return code, out_bytes.getvalue().decode(), err.getvalue()
 
 
-def last_published(warehouse: str) -> int | None:
-    """The last published image's offset, as the reader's published range says (None: no image yet)."""
+def published(warehouse: str) -> tuple[int, int] | None:
+    """The first and last published images' offsets, as the reader's published range says (None: no image
+    yet). Offsets before the first are refused by rule, so the loop asks only inside the range."""
     try:
-        return WarehouseReader(Warehouse(warehouse)).published_range()[1]
+        return WarehouseReader(Warehouse(warehouse)).published_range()
     except LakeError:
         return None
 
 
-def query(rng: random.Random, warehouse: str, last: int, keys: list[str]) -> list[str]:
-    """A random time-travel query at offsets up to `last`."""
-    at = rng.randint(0, last)
+def query(rng: random.Random, warehouse: str, known: tuple[int, int], keys: list[str]) -> list[str]:
+    """A random time-travel query at offsets in the `known` range."""
+    first, last = known
+    at = rng.randint(first, last)
     kind = rng.choice(["image", "image", "changes", "history"] if keys else ["image"])
     if kind == "image":
         return ["image", "--warehouse", warehouse, "--at-offset", str(at), "--json"]
     if kind == "changes":
-        start = rng.randint(max(0, at - 500), at)
+        start = rng.randint(max(first, at - 500), at)
         return ["changes", "--warehouse", warehouse, "--from", str(start), "--to", str(at)]
     return ["history", "--warehouse", warehouse, "--table", "partitions", "--key", rng.choice(keys),
             "--to", str(at), "--json"]
@@ -65,11 +67,11 @@ def loop(warehouse: str, out: Path, stop: Path, seed: int) -> None:
     keys: list[str] = []
     with out.open("w") as answers:
         while not stop.exists():
-            last = last_published(warehouse)
-            if last is None:  # the writer has not published its first image yet
+            known = published(warehouse)
+            if known is None:  # the writer has not published its first image yet
                 time.sleep(0.05)
                 continue
-            argv = query(rng, warehouse, last, keys)
+            argv = query(rng, warehouse, known, keys)
             code, stdout, stderr = run(argv)
             answers.write(json.dumps({"argv": argv, "code": code, "stdout": stdout, "stderr": stderr}) + "\n")
             answers.flush()

@@ -15,7 +15,7 @@ import pytest
 
 from kraftlake.lake.ingest import ingest
 from kraftlake.lake.warehouse import Warehouse
-from tests.lake.reader_loop import last_published
+from tests.lake.reader_loop import published
 from tests.lake.reader_loop import run as cli
 from tests.lake.warehouse_state import warehouse_contents
 
@@ -74,15 +74,17 @@ def test_a_full_then_read_only_disk_stops_cleanly_and_a_rerun_resumes(
     ballast.write_bytes(bytes(2 * 1024 * 1024 - FREE_BYTES))
     full = _kraftlake(*command)
     _stopped_with_one_line(full, uri, "No space left on device")
-    last = last_published(uri)
-    assert last is not None and 0 <= last < max(expected["image_offsets"])  # some images were published, not all
+    known = published(uri)
+    assert known is not None
+    last = known[1]
+    assert 0 <= last < max(expected["image_offsets"])  # some images were published, not all
     _reads_as_replay(uri, directory, last)
 
     ballast.unlink()
     _remount(small_disk, "ro")
     read_only = _kraftlake(*command)
     _stopped_with_one_line(read_only, uri, "Read-only file system")
-    assert last_published(uri) == last
+    assert published(uri) == known
     _reads_as_replay(uri, directory, last)  # a read-only warehouse still answers
 
     _remount(small_disk, "rw")
