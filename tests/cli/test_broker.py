@@ -27,11 +27,11 @@ def consume_all(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes]]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "test", "enable.auto.commit": False})
     try:
         partition = TopicPartition(topic, 0)
-        _, high = consumer.get_watermark_offsets(partition, timeout=10)
+        _, high = consumer.get_watermark_offsets(partition, timeout=30)
         consumer.assign([TopicPartition(topic, 0, 0)])
         messages: list[tuple[int, bytes, bytes]] = []
         while len(messages) < high:
-            message = consumer.poll(10)
+            message = consumer.poll(30)
             assert message is not None, f"timed out after {len(messages)} of {high} messages"
             assert message.error() is None, message.error()
             messages.append((message_offset(message), message.key() or b"", message_value(message)))
@@ -43,7 +43,7 @@ def consume_all(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes]]:
 def watermarks(bootstrap: str, topic: str) -> tuple[int, int]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "test"})
     try:
-        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
     finally:
         consumer.close()
 
