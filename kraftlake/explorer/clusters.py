@@ -85,6 +85,7 @@ class FleetClusters:
         self.problem: str | None = None
         self._stamp: tuple[int, int] | None = None
         self._members: dict[str, Member] = {}
+        self._with_history: set[str] = set()  # a published image stays published: asked once per cluster
         self._lock = threading.Lock()
         self._refresh()  # a file that does not load at start: SettingsError, one line
 
@@ -97,10 +98,12 @@ class FleetClusters:
         member = self._members.get(name)
         if member is None:
             raise NotFound(f"no cluster {name!r} in {self.path}; clusters: {', '.join(self._members)}")
-        try:
-            member.explorer.reader.published_range()
-        except TimeTravelError as error:  # no warehouse yet, or none of its images published yet
-            raise NoHistory(f"cluster {name}: no history yet ({error})") from None
+        if name not in self._with_history:
+            try:
+                member.explorer.reader.published_range()
+            except TimeTravelError as error:  # no warehouse yet, or none of its images published yet
+                raise NoHistory(f"cluster {name}: no history yet ({error})") from None
+            self._with_history.add(name)
         return member.explorer
 
     def describe(self) -> str:
@@ -124,7 +127,10 @@ class FleetClusters:
             for name, cluster in fleet.clusters.items():
                 uri = Warehouse(cluster_location(root, name), self.storage_options).uri
                 kept = self._members.get(name)
-                explorer = kept.explorer if kept is not None and kept.explorer.reader.uri == uri else Explorer(
-                    WarehouseReader(Warehouse(uri, self.storage_options)), name, share)
+                if kept is not None and kept.explorer.reader.uri == uri:
+                    explorer = kept.explorer
+                else:
+                    explorer = Explorer(WarehouseReader(Warehouse(uri, self.storage_options)), name, share)
+                    self._with_history.discard(name)
                 members[name] = Member(name, explorer, cluster.labels)
             self._stamp, self._members, self.problem = stamp, members, None
