@@ -13,7 +13,10 @@ The fleet file is looked at every few seconds: a cluster added whose topic exist
 and started again on the same checkpoint; Spark's source starts a new topic at its first offset). A cluster
 removed is no longer written; its topic stays subscribed, because Spark's checkpoint holds its offsets and a
 topic dropped from the subscription would be reported as data loss. Each cluster's tables are registered in
-the catalog (`kraftlake.fleet.catalog`) once its warehouse exists.
+the catalog (`kraftlake.fleet.catalog`) once its warehouse exists; its persistent views (`<cluster>_published`,
+`default.fleet_*`) are brought to its last published image between micro-batches, by the loop that looks at
+the file (`PublishedViews`: at most every `catalog_refresh_seconds`, at most `RELOAD_S` of DDL a round), and all
+of them once more when the run ends.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kraftlake.fleet.catalog import CatalogError, catalog_conf, check_catalog, register_cluster
+from kraftlake.fleet.catalog import CatalogError, PublishedViews, catalog_conf, check_catalog, register_cluster
 from kraftlake.jobs import kafka_topic
 from kraftlake.jobs.kafka_topic import KafkaTopicError
 from kraftlake.jobs.materialize import (
@@ -35,6 +38,7 @@ from kraftlake.jobs.materialize import (
     concise_failure,
     local_spark,
 )
+from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.topic_replay import TopicMessage
 from kraftlake.lake.warehouse import Warehouse
 from kraftlake.settings.errors import SettingsError
@@ -66,10 +70,12 @@ class FleetWriter:
         self.writers: dict[str, tuple[str, MicroBatchWriter]] = {}  # topic -> (cluster, writer)
         self.failures: dict[str, str] = {}  # cluster -> the one line that stopped it
         self.registered: set[str] = set()
+        self.readers: dict[str, WarehouseReader] = {}  # cluster -> a reader of its warehouse, for the catalog's views
 
     def add(self, fleet: Fleet, name: str) -> None:
         config = cluster_config(self.base, fleet, name)
         self.writers[config.topic] = (name, MicroBatchWriter(config, self.spark))
+        self.readers[name] = WarehouseReader(Warehouse(config.warehouse, dict(config.storage_options)))
 
     def clusters(self) -> set[str]:
         return {name for name, _ in self.writers.values()}
@@ -77,6 +83,14 @@ class FleetWriter:
     def remove(self, name: str) -> None:
         for topic in [topic for topic, (cluster, _) in self.writers.items() if cluster == name]:
             del self.writers[topic]
+        self.readers.pop(name, None)
+
+    def published(self, fleet: Fleet) -> dict[str, tuple[WarehouseReader, dict[str, str]]]:
+        """The clusters whose tables are registered, as the catalog's views take them (reader, labels); a
+        cluster that stopped is in, its warehouse keeps its last good image."""
+        registered = set(self.registered)  # a copy: the query's thread adds to it
+        return {name: (reader, fleet.clusters[name].labels) for name, reader in self.readers.items()
+                if name in registered and name in fleet.clusters}
 
     def __call__(self, frame: Any, batch_id: int) -> None:
         for topic, messages in split_by_topic(frame).items():
@@ -176,6 +190,7 @@ def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any) -> dict[str
     clusters that stopped, with their line. `base.warehouse` is ROOT, `base.spark_checkpoint` the query's."""
     fleet = load_fleet(fleet_path)
     writer = FleetWriter(spark, base)
+    views = PublishedViews(spark, fleet.settings.catalog_refresh_seconds)
     for name in ready_clusters(spark, base, fleet, set()):
         writer.add(fleet, name)
     if not writer.writers:
@@ -191,6 +206,7 @@ def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any) -> dict[str
                 if file_stamp(fleet_path) != stamp or waiting:
                     stamp = file_stamp(fleet_path)
                     fleet, restart = _reload(spark, base, fleet_path, fleet, writer)
+                views.keep_current(writer.published(fleet), budget_s=RELOAD_S)
         except Exception as error:
             stopped = writer.failures and all(name in writer.failures for name, _ in writer.writers.values())
             if stopped or isinstance(error, MaterializeError):
@@ -199,6 +215,7 @@ def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any) -> dict[str
             raise MaterializeError(concise_failure(str(error))) from None
         if not restart:
             writer.flush()
+            views.keep_current(writer.published(fleet))
             return writer.failures
         query.stop()
 

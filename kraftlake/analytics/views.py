@@ -17,17 +17,14 @@ part of an image still being written.
 
 from __future__ import annotations
 
-import operator
-from functools import reduce
 from typing import Any
 
 from kraftlake.analytics.summaries import SUMMARIES
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.reader import TableRead, WarehouseReader
-from kraftlake.lake.scan import AnyOf, Where
+from kraftlake.lake.scan import AnyOf, Selection, Where
 from kraftlake.settings.spark import spark_uri, use_store
 
-_COMPARISONS = {"=": operator.eq, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 _RANK = "__kraftlake_rank"
 
 
@@ -48,32 +45,49 @@ def read_table(spark: Any, reader: WarehouseReader, read: TableRead) -> Any:
     """A DataFrame of the rows the reader chose: Delta prunes the files by their statistics, Parquet the row
     groups."""
     uri = spark_uri(reader.warehouse.table_uri(read.name))
-    frame = spark.read.format("delta").option("versionAsOf", read.version).load(uri)
-    conjunctions = read.where.conjunctions if isinstance(read.where, AnyOf) else (tuple(read.where),)
-    return frame.where(reduce(operator.or_, [_all_of(conjunction) for conjunction in conjunctions]))
+    return spark.read.format("delta").option("versionAsOf", read.version).load(uri).where(selection_sql(read.where))
 
 
-def _all_of(conjunction: tuple[Where, ...]) -> Any:
-    from pyspark.sql import functions as F
+def selection_sql(where: Selection) -> str:
+    """`where` as a Spark SQL condition (literals, so Delta prunes files by it), for DataFrames and the
+    catalog's persistent views alike."""
+    conjunctions = where.conjunctions if isinstance(where, AnyOf) else (tuple(where),)
+    return " OR ".join(f"({_all_of(conjunction)})" for conjunction in conjunctions) or "false"
 
-    terms = [F.col(t.column).isin(list(t.value)) if t.op == "in"
-             else _COMPARISONS[t.op](F.col(t.column), F.lit(t.value)) for t in conjunction]
-    return reduce(operator.and_, terms, F.lit(True))
+
+def _all_of(conjunction: tuple[Where, ...]) -> str:
+    terms = [(f"`{t.column}` IN ({', '.join(map(sql_literal, t.value))})" if t.value else "false") if t.op == "in"
+             else f"`{t.column}` {t.op} {sql_literal(t.value)}" for t in conjunction]
+    return " AND ".join(terms) or "true"
+
+
+def sql_literal(value: Any) -> str:
+    """A number or string as a Spark SQL literal (strings escaped)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise TypeError(f"no SQL literal for {value!r} in a filter")
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return repr(value)
+
+
+def image_table_sql(name: str, base: str | None, since: str) -> str:
+    """Table `name` in the image, as SQL over two relations: `base`, the image checkpoint's rows (None: none),
+    and `since`, the history versions after it, of which each key's last one wins and is dropped if it is a
+    deletion."""
+    spec = TABLES[name]
+    columns = ", ".join(f"`{column}`" for column in spec.schema.names)
+    versions = f"SELECT {columns}, from_offset, deleted FROM {since}"
+    if base is not None:
+        versions = (f"SELECT {columns}, CAST(-1 AS BIGINT) AS from_offset, false AS deleted FROM {base} "
+                    f"UNION ALL {versions}")
+    key = ", ".join(f"`{column}`" for column in spec.key)
+    return (f"SELECT {columns} FROM (SELECT *, row_number() OVER (PARTITION BY {key} ORDER BY from_offset DESC) "
+            f"AS {_RANK} FROM ({versions})) WHERE {_RANK} = 1 AND NOT deleted")
 
 
 def _image_table(spark: Any, reader: WarehouseReader, name: str, base: TableRead | None, since: TableRead) -> Any:
-    """Table `name` in the image: the image checkpoint's rows (None: none) and the history versions since, of
-    which each key's last one wins and is dropped if it is a deletion."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    spec = TABLES[name]
-    columns = spec.schema.names
-    versions = read_table(spark, reader, since).select(*columns, "from_offset", "deleted")
+    """Table `name` in the image (`image_table_sql`) over the reads' DataFrames."""
+    frames = {"since": read_table(spark, reader, since)}
     if base is not None:
-        rows = read_table(spark, reader, base)
-        rows = rows.select(*columns, F.lit(-1).cast("long").alias("from_offset"), F.lit(False).alias("deleted"))
-        versions = rows.unionByName(versions)
-    latest_first = Window.partitionBy(*spec.key).orderBy(F.col("from_offset").desc())
-    ranked = versions.withColumn(_RANK, F.row_number().over(latest_first))
-    return ranked.where((F.col(_RANK) == 1) & ~F.col("deleted")).select(*columns)
+        frames["base"] = read_table(spark, reader, base)
+    return spark.sql(image_table_sql(name, "{base}" if base is not None else None, "{since}"), **frames)

@@ -12,23 +12,51 @@ Unity Catalog OSS because it needs no server of its own (the metastore is a libr
 PostgreSQL is the only service, and Debian ships it) and Delta 4.4's `DeltaCatalog` runs over it unchanged;
 Unity Catalog would be a JVM service to run and a second catalog plugin to configure in every session. Without
 a `[catalog]` in the fleet file the metastore is Spark's embedded Derby (one JVM at a time: the job's own).
+
+The fleet's questions as persistent views (`PublishedViews`, kept current by the job), so a plain Spark session
+with Delta and the metastore's settings runs them:
+
+    <cluster>_published.<view>   every view `kraftlake sql` has for one cluster (the image's tables, the history
+                                 tables, `batches`, `images`, `gaps`, the summaries), showing the cluster's last
+                                 published image: the reader's `image_reads` rendered as SQL over the registered
+                                 tables, pinned by offset literals (the history up to the image's offset, the
+                                 image checkpoint it starts from), never a half-written image
+    default.fleet_<view>         UNION ALL of the clusters' views with `cluster` and `labels` in front
+
+Pinned by offsets, not by Delta versions (`VERSION AS OF`, which persistent views accept here): a session
+without kraftlake's settings refuses a version older than the tables' 5-minute
+`delta.deletedFileRetentionDuration` once a later one exists (DELTA_UNSUPPORTED_TIME_TRAVEL_BEYOND_DELETED_FILE_
+RETENTION_DURATION, checked with Spark 4.2.0 and Delta 4.4.0), and VACUUM deletes old versions' files: an idle
+cluster's views would break. Rows at offsets up to a published image never change (the tables are append-only
+there, compaction rewrites them unchanged), so the offsets alone pin the image and the latest version serves it,
+as it serves the reader. The summaries' SQL (`kraftlake.analytics.summaries`) is created with the cluster's
+`_published` schema as the current namespace, so its unqualified names resolve to the pinned views.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import socket
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kraftlake.analytics.summaries import SUMMARIES
+from kraftlake.analytics.views import image_table_sql, selection_sql, sql_literal
+from kraftlake.lake.errors import LakeError
+from kraftlake.lake.reader import TableRead, WarehouseReader
 from kraftlake.lake.warehouse import Warehouse, all_tables
-from kraftlake.settings.fleet import CatalogSettings
+from kraftlake.settings.fleet import PUBLISHED_SUFFIX, CatalogSettings
 from kraftlake.settings.spark import spark_uri
 
 POSTGRES_DRIVER = "org.postgresql.Driver"
 CONNECT_TIMEOUT_S = 10.0
 _JDBC_HOST = re.compile(r"^jdbc:[a-z]+://(?P<host>\[[^\]]+\]|[^:/?]+)(?::(?P<port>\d+))?")
 _DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306}
+FLEET_PREFIX = "fleet_"  # as `kraftlake sql --fleet`'s temp views, which shadow these in its sessions
+log = logging.getLogger(__name__)
 
 
 class CatalogError(Exception):
@@ -127,3 +155,115 @@ def _check_reachable(jdbc_url: str) -> None:
 def _first_line(error: Exception) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+def published_schema(cluster: str) -> str:
+    return cluster + PUBLISHED_SUFFIX
+
+
+def publish_views(spark: Any, cluster: str, reader: WarehouseReader) -> tuple[int, list[str]]:
+    """Schema `<cluster>_published` with a view of every table as the reader's last published image has it
+    (over the cluster's registered tables, which must exist); returns the image's offset and the view names."""
+    reads = reader.image_reads()
+    schema = published_schema(cluster)
+    spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema} COMMENT 'kraftlake: cluster {cluster}, its last published image'")
+    views = {name: image_table_sql(name, None if base is None else _read_sql(cluster, base), _read_sql(cluster, since))
+             for name, (base, since) in reads.image.items()}
+    views.update({name: f"SELECT * FROM {_read_sql(cluster, read)}" for name, read in reads.others.items()})
+    for name, sql in views.items():
+        spark.sql(f"CREATE OR REPLACE VIEW {schema}.{name} COMMENT 'kraftlake: cluster {cluster}, the image published "
+                  f"at offset {reads.offset}' AS {sql}")
+    return reads.offset, list(views)
+
+
+def _read_sql(cluster: str, read: TableRead) -> str:
+    return f"(SELECT * FROM {cluster}.{read.name} WHERE {selection_sql(read.where)})"
+
+
+def create_summaries(session: Any, cluster: str) -> list[str]:
+    """The summaries as views of `<cluster>_published`, from their one SQL, over its pinned views. `session`'s
+    current namespace is set to that schema (views resolve unqualified names where they were created): give a
+    session of the catalog's own (`spark.newSession()`)."""
+    schema = published_schema(cluster)
+    session.sql(f"USE {schema}")
+    for name, summary in SUMMARIES.items():
+        comment = sql_literal(f"kraftlake: {summary.description}")
+        session.sql(f"CREATE OR REPLACE VIEW {schema}.{name} COMMENT {comment} AS {summary.sql}")
+    return list(SUMMARIES)
+
+
+def create_fleet_views(spark: Any, views: list[str], clusters: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """`default.fleet_<view>` for each of `views`: every cluster's `<cluster>_published.<view>` (which must exist)
+    with its name (`cluster`) and labels (`labels`, a map) in front; returns the fleet views' names."""
+    created = []
+    for view in views:
+        parts = [f"SELECT {sql_literal(name)} AS cluster, {_labels_sql(labels)} AS labels, * "
+                 f"FROM {published_schema(name)}.{view}" for name, labels in sorted(clusters.items())]
+        spark.sql(f"CREATE OR REPLACE VIEW default.{FLEET_PREFIX}{view} AS {' UNION ALL '.join(parts)}")
+        created.append(FLEET_PREFIX + view)
+    return created
+
+
+def _labels_sql(labels: Mapping[str, str]) -> str:
+    pairs = ", ".join(sql_literal(part) for key, value in sorted(labels.items()) for part in (key, value))
+    return f"CAST(map({pairs}) AS MAP<STRING, STRING>)"
+
+
+class PublishedViews:
+    """The job's upkeep of the persistent views: a cluster's are re-created when its last published image
+    changed, looked at no more often than every `refresh_s` seconds (the fleet file's `catalog_refresh_seconds`)
+    and within a time budget per round, the longest-waiting cluster first; the fleet views when the set of
+    clusters shown or their labels changed. The DDL runs in its own session (its own current namespace), never
+    inside a micro-batch, and costs one view per table whatever the history's length."""
+
+    def __init__(self, spark: Any, refresh_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.session = spark.newSession()
+        self.refresh_s = refresh_s
+        self.clock = clock
+        self.pinned: dict[str, int] = {}  # cluster -> the offset of the image its views show
+        self.looked: dict[str, float] = {}  # cluster -> when its last image was last looked at
+        self.views: list[str] = []  # every view a cluster's schema has
+        self.unioned: dict[str, dict[str, str]] | None = None  # the clusters (and labels) the fleet views show
+
+    def keep_current(self, clusters: Mapping[str, tuple[WarehouseReader, Mapping[str, str]]],
+                     budget_s: float | None = None) -> None:
+        """Refresh the clusters due (all of them, whatever `refresh_s`, when `budget_s` is None: at the end of a
+        run), then the fleet views if what they show changed. `clusters`: name -> (reader, labels), each with its
+        tables registered."""
+        started = self.clock()
+        waited = sorted(clusters, key=lambda name: self.looked.get(name, float("-inf")))
+        for name in waited:
+            if budget_s is not None and (self.clock() - started >= budget_s
+                                         or started - self.looked.get(name, float("-inf")) < self.refresh_s):
+                break
+            self.looked[name] = self.clock()
+            self._refresh(name, clusters[name][0])
+        shown = {name: dict(labels) for name, (_, labels) in clusters.items() if name in self.pinned}
+        if shown and shown != self.unioned:
+            self._try(f"the fleet views ({', '.join(sorted(shown))})",
+                      lambda: create_fleet_views(self.session, self.views, shown))
+            self.unioned = shown
+
+    def _refresh(self, name: str, reader: WarehouseReader) -> None:
+        try:
+            last = reader.last_published()
+        except LakeError:  # no warehouse (yet)
+            return
+        if last < 0 or self.pinned.get(name) == last:
+            return
+
+        def publish() -> None:
+            offset, tables = publish_views(self.session, name, reader)
+            summaries = create_summaries(self.session, name) if name not in self.pinned else list(SUMMARIES)
+            self.views = [*tables, *summaries]  # the summaries once a run: they name the pinned views by name
+            self.pinned[name] = offset
+            log.info("catalog: cluster %s's views show the image at offset %d", name, offset)
+
+        self._try(f"cluster {name}'s views", publish)
+
+    @staticmethod
+    def _try(what: str, action: Callable[[], object]) -> None:
+        """A failure (the metastore away, a warehouse changing under a read) is one line; the next round tries
+        again, and the streaming query goes on."""
+        try:
+            action()
+        except Exception as error:
+            log.warning("catalog: %s not updated (tried again later): %s", what, str(error).splitlines()[0][:500])

@@ -3,6 +3,7 @@
 
     warehouse_root = "s3://lake/fleet"        # ROOT/<cluster>/ per cluster (default: [materialize] warehouse)
     checkpoint = "checkpoints/fleet"          # the fleet job's Spark checkpoint
+    catalog_refresh_seconds = 30              # a cluster's persistent views re-created at most this often
 
     [defaults.properties]                     # every cluster's controller-listener client settings start here
     "security.protocol" = "SASL_SSL"
@@ -24,7 +25,8 @@
     password_file = "/etc/kraftlake/metastore.password"
 
 Clusters are keyed by name, so TOML itself refuses a name given twice. A name is `[a-z][a-z0-9_]*`: it is a Hive
-schema name (Hive refuses `-`), a folder and an SQL identifier without quoting. Kafka's keys go under
+schema name (Hive refuses `-`), a folder and an SQL identifier without quoting; a name ending in `_published`
+is refused (`<cluster>_published` is the schema of a cluster's views, `kraftlake.fleet.catalog`). Kafka's keys go under
 `properties` verbatim; an unquoted `security.protocol = …` is a dotted key that TOML nests, so nested tables are
 flattened back. Merge order: `[defaults.properties]`, the `security_file`, the cluster's `properties`. The
 topic is `kraftlake-metadata-<name>` unless given. A bad file raises `SettingsError` naming the file and the
@@ -37,13 +39,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kraftlake.settings.errors import SettingsError
 from kraftlake.settings.loader import read_toml, validate
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 TOPIC_PREFIX = "kraftlake-metadata-"
+PUBLISHED_SUFFIX = "_published"  # schema <cluster>_published: the catalog's views of the cluster's last image
 
 
 def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, str]:
@@ -108,6 +111,8 @@ class FleetSettings(BaseModel):
     defaults: Properties = Properties()
     clusters: dict[str, ClusterSettings] = {}
     catalog: CatalogSettings | None = None
+    # the job re-creates a cluster's persistent views at most this often, and only when its last image changed
+    catalog_refresh_seconds: float = Field(default=30.0, ge=0)
 
     @field_validator("clusters")
     @classmethod
@@ -115,6 +120,9 @@ class FleetSettings(BaseModel):
         for name in clusters:
             if not NAME.match(name):
                 raise ValueError(f"cluster name {name!r}: [a-z][a-z0-9_]* (it names a folder and a catalog schema)")
+            if name.endswith(PUBLISHED_SUFFIX):
+                raise ValueError(f"cluster name {name!r}: a name ending in {PUBLISHED_SUFFIX} is reserved (schema "
+                                 f"<cluster>{PUBLISHED_SUFFIX} holds a cluster's views in the catalog)")
         return clusters
 
 

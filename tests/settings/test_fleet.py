@@ -57,6 +57,10 @@ topic = "lab-log"
     ('[clusters.a]\nlabels = { env = "x" }\n', "clusters.a", "give bootstrap_controllers"),
     ('[clusters.a]\nbootstrap_controllers = ["h:1"]\nmetadata_dir = "/x"\n', "clusters.a", "give bootstrap_"),
     ('[clusters.Prod-EU]\nbootstrap_controllers = ["h:1"]\n', "clusters", "cluster name 'Prod-EU'"),
+    ('[clusters.eu_published]\nbootstrap_controllers = ["h:1"]\n', "clusters", "cluster name 'eu_published': a "
+     "name ending in _published is reserved"),
+    ('catalog_refresh_seconds = -1\n[clusters.a]\nbootstrap_controllers = ["h:1"]\n', "catalog_refresh_seconds",
+     "Input should be greater than or equal to 0"),
     ('[clusters.a]\nbootstrap_controllers = ["h:1"]\nlables = {}\n', "clusters.a.lables", "unknown setting"),
     ('[clusters.a]\nbootstrap_controllers = ["h:1"]\ntopic = "t"\n[clusters.b]\nbootstrap_controllers = ["h:2"]\n'
      'topic = "t"\n', "clusters.b.topic", "topic t is cluster a's too"),
