@@ -40,6 +40,7 @@ import re
 import socket
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -235,35 +236,34 @@ class PublishedViews:
                                          or started - self.looked.get(name, float("-inf")) < self.refresh_s):
                 break
             self.looked[name] = self.clock()
-            self._refresh(name, clusters[name][0])
+            self._try(f"cluster {name}'s views", partial(self._refresh, name, clusters[name][0]))
         shown = {name: dict(labels) for name, (_, labels) in clusters.items() if name in self.pinned}
         if shown and shown != self.unioned:
-            self._try(f"the fleet views ({', '.join(sorted(shown))})",
-                      lambda: create_fleet_views(self.session, self.views, shown))
-            self.unioned = shown
+            union = partial(create_fleet_views, self.session, self.views, shown)
+            if self._try(f"the fleet views ({', '.join(sorted(shown))})", union):
+                self.unioned = shown
 
     def _refresh(self, name: str, reader: WarehouseReader) -> None:
+        """The cluster's views, if its last published image is not the one they show."""
         try:
             last = reader.last_published()
         except LakeError:  # no warehouse (yet)
             return
         if last < 0 or self.pinned.get(name) == last:
             return
-
-        def publish() -> None:
-            offset, tables = publish_views(self.session, name, reader)
-            summaries = create_summaries(self.session, name) if name not in self.pinned else list(SUMMARIES)
-            self.views = [*tables, *summaries]  # the summaries once a run: they name the pinned views by name
-            self.pinned[name] = offset
-            log.info("catalog: cluster %s's views show the image at offset %d", name, offset)
-
-        self._try(f"cluster {name}'s views", publish)
+        offset, tables = publish_views(self.session, name, reader)
+        summaries = create_summaries(self.session, name) if name not in self.pinned else list(SUMMARIES)
+        self.views = [*tables, *summaries]  # the summaries once a run: they name the pinned views
+        self.pinned[name] = offset
+        log.info("catalog: cluster %s's views show the image at offset %d", name, offset)
 
     @staticmethod
-    def _try(what: str, action: Callable[[], object]) -> None:
+    def _try(what: str, action: Callable[[], object]) -> bool:
         """A failure (the metastore away, a warehouse changing under a read) is one line; the next round tries
         again, and the streaming query goes on."""
         try:
             action()
+            return True
         except Exception as error:
             log.warning("catalog: %s not updated (tried again later): %s", what, str(error).splitlines()[0][:500])
+            return False

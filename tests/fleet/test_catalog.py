@@ -26,7 +26,7 @@ from kraftlake.lake.warehouse import BATCHES, Warehouse
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = {"alpha": "Niloufar1171_LDI-POC", "beta": "Jeong-Rae_KafkaDemo/kraft-combined-logs"}
-CUT = "sink.after_table:20"  # alpha's ingest is SIGKILLed after a table of an image, before its `images` row
+CUT = "sink.after_table:8"  # alpha's ingest is SIGKILLed after a table of an image, before its `images` row
 TIMEOUT_S = 900
 
 

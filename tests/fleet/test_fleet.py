@@ -5,7 +5,8 @@ cluster unreachable from the start, one whose password is wrong, `secure` added 
 run. Then the fleet job, submitted with `spark-submit` to a Spark standalone cluster, over every topic (plus one
 topic holding garbage, which stops that cluster alone) into ROOT/<cluster> on a real S3 server (SeaweedFS),
 registered in a Hive metastore on a real PostgreSQL server, and the fleet views answering the README's five
-questions."""
+questions, from `kraftlake sql --fleet` and from a plain Spark session over the metastore's persistent views
+alike."""
 
 from __future__ import annotations
 
@@ -323,3 +324,9 @@ def test_the_fleet_views_answer_the_five_questions(
     assert set(epochs) == {"alpha", "beta", "secure"} and len(epochs["beta"]) >= 2, epochs
     assert {row["cluster"] for row in answers["fenced_by_env"] if row["env"] == "prod"} >= {"beta"}
     assert all(int(str(answers[name][0]["rows"])) > 0 for name in catalog), answers
+    # the persistent views the job keeps in the metastore, from a plain Spark session: the same answers
+    plain = subprocess.run([sys.executable, "-m", "tests.fleet.catalog_session", "query", str(fleet.file),
+                            str(fleet.root / "no-derby"), query], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                           capture_output=True, text=True, timeout=900)
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert sorted(plain.stdout.splitlines()) == sorted(done.stdout.splitlines())
