@@ -4,9 +4,10 @@ a reader of the catalog must be a session of its own, not the one that made the 
     python -m tests.fleet.catalog_session publish FLEET_TOML DERBY_HOME [--resume CLUSTER=DIRECTORY]
     python -m tests.fleet.catalog_session query FLEET_TOML DERBY_HOME SQL
 
-`publish` is the job's side: every cluster's tables registered and its views made current (`PublishedViews`),
-one JSON line of what each cluster's views show; with `--resume`, the cluster's log is then ingested to its
-end (a new image) and the upkeep runs again, throttled (nothing refreshed), then due (refreshed), a line each.
+`publish` is the job's side: every cluster's tables registered and its views made current (`PublishedViews`), one
+JSON line of what each cluster's views show and the fleet views in the catalog; with `--resume`, the cluster's
+log is then ingested to its end (a new image) and the upkeep runs again, throttled (nothing refreshed), then due
+(refreshed), a line each.
 `query` is a plain session: Delta's jars and extension and the fleet's metastore settings (`catalog_conf`),
 nothing of kraftlake's session settings and no temp view; it prints the rows as JSON lines.
 """
@@ -63,7 +64,8 @@ def _report(spark: Any, step: str, views: PublishedViews) -> None:
                     "images_view": _one(spark, f"SELECT max(offset) FROM {published_schema(name)}.images"),
                     "fleet_images": _one(spark, f"SELECT max(offset) FROM fleet_images WHERE cluster = '{name}'")}
              for name, offset in views.pinned.items()}
-    print(json.dumps({"step": step, "clusters": shown}), flush=True)
+    found = sorted(row.viewName for row in spark.sql("SHOW VIEWS IN default LIKE 'fleet_*'").collect())
+    print(json.dumps({"step": step, "clusters": shown, "fleet_views": found}), flush=True)
 
 
 def _one(spark: Any, sql: str) -> Any:
