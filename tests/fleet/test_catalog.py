@@ -123,8 +123,8 @@ def test_a_plain_spark_session_gets_what_kraftlake_sql_gets(
     clusters = {(view, json.loads(row)["cluster"]) for view, row in persistent}
     assert {(view, name) for view in ("fleet_brokers", "fleet_batches", "fleet_raft_epochs") for name in SAMPLES} \
         <= clusters
-    topics = [json.loads(row) for view, row in persistent if view == "fleet_topics"]
-    labels = {row["cluster"]: row["labels"] for row in topics}
+    brokers = [json.loads(row) for view, row in persistent if view == "fleet_brokers"]
+    labels = {row["cluster"]: row["labels"] for row in brokers}
     assert labels == {"alpha": {"env": "prod", "region": "eu-west-1"}, "beta": {}}
 
 
