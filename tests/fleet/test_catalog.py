@@ -23,7 +23,9 @@ from kraftlake.analytics.summaries import SUMMARIES
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import BATCHES, Warehouse
 
-pytestmark = pytest.mark.integration
+# Minutes of Spark sessions over Derby (5 unloaded, 14 beside other work): `make test-long`. `make test` keeps the
+# persistent views' answers from a plain session in tests/fleet/test_fleet.py.
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = {"alpha": "Niloufar1171_LDI-POC", "beta": "Jeong-Rae_KafkaDemo/kraft-combined-logs"}
 CUT = "sink.after_table:8"  # alpha's ingest is SIGKILLed after a table of an image, before its `images` row
