@@ -8,7 +8,8 @@ a reader of the catalog must be a session of its own, not the one that made the 
 JSON line of what each cluster's views show and the fleet views in the catalog; with `--resume`, the cluster's
 log is then ingested to its end (a new image) and the upkeep runs again, throttled (nothing refreshed), then due
 (refreshed), a line each.
-`query` is a plain session: Delta's jars and extension and the fleet's metastore settings (`catalog_conf`),
+`query` is a plain session: Delta's jars and extension, the fleet's metastore settings (`catalog_conf`) and, for
+warehouses on S3, the `spark.hadoop.fs.s3a.*` settings an operator gives a session (from the `AWS_*` environment);
 nothing of kraftlake's session settings and no temp view; it prints the rows as JSON lines.
 """
 
@@ -26,7 +27,7 @@ from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
 from kraftlake.settings.fleet import cluster_location, load_fleet
 from kraftlake.settings.jars import spark_conf
-from kraftlake.settings.spark import session_builder
+from kraftlake.settings.spark import session_builder, store_conf
 
 QUIET = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.log.level": "ERROR",
          "spark.sql.session.timeZone": "UTC"}
@@ -76,6 +77,7 @@ def query(fleet_file: Path, derby_home: Path, sql: str) -> None:
     from pyspark.sql import SparkSession
 
     conf = catalog_conf(load_fleet(fleet_file).settings.catalog, derby_home)
+    conf.update({f"spark.hadoop.{key}": value for key, value in store_conf({}).items()})
     builder = SparkSession.builder.master("local[2]").appName("plain-session").enableHiveSupport()
     for key, value in {**spark_conf(), **conf, **QUIET}.items():
         builder = builder.config(key, value)

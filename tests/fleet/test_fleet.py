@@ -326,7 +326,8 @@ def test_the_fleet_views_answer_the_five_questions(
     assert all(int(str(answers[name][0]["rows"])) > 0 for name in catalog), answers
     # the persistent views the job keeps in the metastore, from a plain Spark session: the same answers
     plain = subprocess.run([sys.executable, "-m", "tests.fleet.catalog_session", "query", str(fleet.file),
-                            str(fleet.root / "no-derby"), query], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                            str(fleet.root / "no-derby"), query], cwd=REPO,
+                           env={**os.environ, "PYTHONPATH": str(REPO), **fleet.store_env},
                            capture_output=True, text=True, timeout=900)
     assert plain.returncode == 0, plain.stderr[-3000:]
     assert sorted(plain.stdout.splitlines()) == sorted(done.stdout.splitlines())
