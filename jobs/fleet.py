@@ -13,7 +13,8 @@ The fleet file is looked at every few seconds: a cluster added whose topic exist
 and started again on the same checkpoint; Spark's source starts a new topic at its first offset). A cluster
 removed is no longer written; its topic stays subscribed, because Spark's checkpoint holds its offsets and a
 topic dropped from the subscription would be reported as data loss. Each cluster's tables are registered in
-the catalog (`kraftlake.fleet.catalog`) once its warehouse exists; its persistent views (`<cluster>_published`,
+the catalog (`kraftlake.fleet.catalog`) once its warehouse exists, by that same loop, never in a micro-batch;
+its persistent views (`<cluster>_published`,
 `default.fleet_*`) are brought to its last published image between micro-batches, by the loop that looks at
 the file (`PublishedViews`: at most every `catalog_refresh_seconds`, at most `RELOAD_S` of DDL a round), and all
 of them once more when the run ends.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -88,15 +90,13 @@ class FleetWriter:
     def published(self, fleet: Fleet) -> dict[str, tuple[WarehouseReader, dict[str, str]]]:
         """The clusters whose tables are registered, as the catalog's views take them (reader, labels); a
         cluster that stopped is in, its warehouse keeps its last good image."""
-        registered = set(self.registered)  # a copy: the query's thread adds to it
         return {name: (reader, fleet.clusters[name].labels) for name, reader in self.readers.items()
-                if name in registered and name in fleet.clusters}
+                if name in self.registered and name in fleet.clusters}
 
     def __call__(self, frame: Any, batch_id: int) -> None:
         for topic, messages in split_by_topic(frame).items():
             if topic in self.writers:
                 self.write(topic, messages)
-        self.register_new()
         if self.writers and all(name in self.failures for name, _ in self.writers.values()):
             raise MaterializeError("every cluster stopped")
 
@@ -121,14 +121,26 @@ class FleetWriter:
                     print(f"materialize: cluster {name}: {self.failures[name]}", file=sys.stderr, flush=True)
         self.register_new()
 
-    def register_new(self) -> None:
-        """Register in the catalog each cluster whose warehouse now exists."""
-        for name, writer in self.writers.values():
+    def register_new(self, budget_s: float | None = None) -> None:
+        """Register in the catalog each cluster whose warehouse now exists. Called from the driver's loop beside
+        the query, never inside a micro-batch: a registration loads every table of the cluster (seconds each on
+        a busy machine), and in a micro-batch every cluster's writes waited for it (minutes at 50 clusters in
+        `make bench fleet`). With `budget_s`, a round stops after that long (the rest go next round); a
+        failure is one line and is tried again next round."""
+        started = time.monotonic()
+        for name, writer in list(self.writers.values()):
+            if budget_s is not None and time.monotonic() - started >= budget_s:
+                return
             warehouse = Warehouse(writer.config.warehouse, dict(writer.config.storage_options))
-            if name not in self.registered and warehouse.exists():
+            if name in self.registered or not warehouse.exists():
+                continue
+            try:
                 register_cluster(self.spark, name, warehouse)
-                self.registered.add(name)
-                log.info("catalog: cluster %s registered", name)
+            except CatalogError as error:
+                print(f"materialize: {error} (tried again later)", file=sys.stderr, flush=True)
+                continue
+            self.registered.add(name)
+            log.info("catalog: cluster %s registered", name)
 
 
 def split_by_topic(frame: Any) -> dict[str, list[TopicMessage]]:
@@ -195,7 +207,6 @@ def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any) -> dict[str
         writer.add(fleet, name)
     if not writer.writers:
         raise MaterializeError(f"{fleet_path}: no cluster's topic can be read yet (see the lines above)")
-    writer.register_new()
     stamp = file_stamp(fleet_path)
     while True:
         query = start(spark, base, subscribed(base.spark_checkpoint, set(writer.writers)), writer)
@@ -206,6 +217,7 @@ def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any) -> dict[str
                 if file_stamp(fleet_path) != stamp or waiting:
                     stamp = file_stamp(fleet_path)
                     fleet, restart = _reload(spark, base, fleet_path, fleet, writer)
+                writer.register_new(budget_s=RELOAD_S)
                 views.keep_current(writer.published(fleet), budget_s=RELOAD_S)
         except Exception as error:
             stopped = writer.failures and all(name in writer.failures for name, _ in writer.writers.values())
