@@ -67,8 +67,15 @@ check: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
+# `make bench` runs every module, `make bench fleet jobs` only those (the names after `bench` are its arguments)
+BENCH_NAMES := $(if $(filter bench,$(firstword $(MAKECMDGOALS))),$(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS)))
 bench: install
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(BENCH_NAMES)
+
+ifneq ($(BENCH_NAMES),)
+$(BENCH_NAMES):
+	@:
+endif
 
 # Coverage-guided fuzzing (README, "Fuzzing the readers"): each target FUZZ_SECONDS, its corpus kept across runs
 # in build/fuzz-corpus; `make test` runs only the smoke (seeds, regressions, deterministic mutations).

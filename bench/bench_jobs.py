@@ -127,11 +127,11 @@ class ControllerLog:
         return sum(len(raw) for raw in self.batches)
 
 
-def controller_log(partitions: int, seed: int = 6) -> ControllerLog:
-    """Bootstrap of a cluster with `partitions` partitions; the same seed gives the same log, and a smaller
-    log is a prefix of a bigger one."""
+def controller_log(partitions: int, seed: int = 6, start_ms: int = START_MS) -> ControllerLog:
+    """Bootstrap of a cluster with `partitions` partitions, appended from `start_ms` on; the same seed gives the
+    same log, and a smaller log is a prefix of a bigger one."""
     rng = random.Random(seed)
-    log = ControllerLog()
+    log = ControllerLog(time_ms=start_ms)
     directories = [wire.uuid_to_text(rng.randbytes(16)) for _ in range(BROKERS)]
     log.append([mt.FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION)])
     for broker in range(BROKERS):

@@ -1,0 +1,634 @@
+"""A fleet of 50 clusters on this 2-core machine: one `kraftlake follow --fleet fleet.toml` process and one
+`kraftlake materialize --fleet fleet.toml` job for all of them (issue: "fleet at scale").
+
+What is asked: with 50 clusters all active, (1) the follower's CPU and RSS, (2) the streaming job's CPU and RSS,
+(3) commit → queryable latency per cluster (goal: p50 <= 2 s, p99 <= 10 s), (4) the catch-up of every
+cluster's backlog from nothing (until each warehouse has published the last image of its backlog), and (5) a
+fleet question over a week of 50 clusters' history (`fleet_offline_partitions`) in <= 10 s.
+
+The fleet (`KRAFTLAKE_BENCH_FLEET_CLUSTERS`, default 50; `..._REAL`, default 3):
+- 3 real Apache Kafka 4.4 clusters, each one combined broker+controller node (`KafkaNode`, standalone quorum, as
+  `tests/fleet/test_fleet.py` starts alpha and beta), followed over the network by the fleet follower; each gets
+  a few topics before the run and a CreateTopics call at random (mean 30 s apart) during it. Their history
+  spans the run only (Kafka writes its own timestamps).
+- 47 directory clusters (`metadata_dir`: the follower tails `__cluster_metadata-0` as `publish --follow`
+  does). Their logs are scenario logs built with the project's record encoder: bench_jobs' synthetic
+  bootstrap (metadata.version, 6 brokers, topics of 10 partitions RF 3: 100 to 1,000 partitions per cluster),
+  then a week of history: ISR shrinks and expands and leader moves (1-5 partitions a batch), and broker
+  outages (fenced, its partitions' leaders moved or lost: offline when it held the last in-sync replica; then
+  unfenced), one event every 5 min on average with timestamps spread over the 7 days before the run. That
+  week is each cluster's backlog, in its segment before the follower starts. During the run each cluster goes
+  on at its own pace as Kafka's controller would: a NoOp batch every 500 ms (Kafka's
+  `metadata.max.idle.interval.ms`) and a change at random (mean 30 s apart), each batch appended whole to the
+  segment (one write, at its own append time). The backlog leaves out the NoOps a real week holds (about
+  1.2M batches a cluster, ~80 MB): idle stretches are compressed away entirely, so the catch-up measures the
+  week's changes, not Kafka's idle chatter. Real sample logs (`/work/shared/kafka-samples`) were not used:
+  they span 40 min to 2 h, mostly NoOps, with their few changes at the start.
+- The metadata topics live on one more Kafka node (`LocalBroker`); the warehouses under a local temp dir
+  (ROOT/<cluster>, no object store); the job's catalog is embedded Derby. Everything on the same 2 cores.
+
+How: the follower and the job start together from empty (the job once every topic exists); catch-up is from
+the follower's start until every warehouse answers `last_published()` at or past its backlog's last offset
+(the 3 Kafka clusters: their log end at the start). Then a steady window: CPU as a share of one core from
+`/proc/<pid>/stat` (utime + stime) over the window, RSS from `/proc/<pid>/status` (VmRSS, peak of samples);
+for the job the sum over its process tree (the Python driver and its JVM). Commit → queryable: from a batch
+appended to the segment (directory clusters) or a CreateTopics call returning (Kafka clusters) until the
+cluster's warehouse has published an image at or past that batch's last offset, polled by this process (a
+`stat` of `images/_delta_log` every 0.2 s, then `WarehouseReader.last_published()` when it changed); only
+batches that change rows are sampled (an offset-only NoOp image waits up to `idle_publish_seconds`, 10 s, by
+design). The job runs with the product's defaults (1 s trigger, idle publish 10 s, coalesced backlog). Last,
+with the follower and the job stopped, the fleet question `kraftlake sql --fleet fleet.toml` over
+`fleet_offline_partitions` for the last 7 days, start to exit, and in this process the same steps timed apart
+(the session, the views of every cluster, the query itself: median of 3). Wall-clock figures on a shared
+machine: the load average is noted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bench import row
+from bench.bench_follow import quantile
+from bench.bench_jobs import ControllerLog, controller_log, running_broker
+from kraftlake.cli.kafka_node import KafkaNode, kafka_uuid
+from kraftlake.lake.errors import LakeError
+from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import IMAGES, Warehouse
+from kraftlake.records import decode_batch
+from kraftlake.records import metadata_types as mt
+from kraftlake.settings.fleet import cluster_location
+from tests.harness.followers import REPO, end_offset, log_batches
+
+CLUSTERS = int(os.environ.get("KRAFTLAKE_BENCH_FLEET_CLUSTERS", "50"))
+REAL = min(CLUSTERS, int(os.environ.get("KRAFTLAKE_BENCH_FLEET_REAL", "3")))  # real Kafka clusters among them
+STEADY_S = float(os.environ.get("KRAFTLAKE_BENCH_FLEET_STEADY_S", "300"))
+WARMUP_S = 30.0  # after the catch-up, before the steady window
+SETTLE_S = 60.0  # after the window: the last samples' images may still come
+WEEK_MS = 7 * 24 * 3600 * 1000
+BACKLOG_EVENT_GAP_S = 300.0  # mean gap between a backlog's changes
+LIVE_EVENT_GAP_S = 30.0  # mean gap between a live cluster's changes
+NOOP_INTERVAL_S = 0.5  # Kafka's metadata.max.idle.interval.ms
+POLL_S = 0.2
+CATCH_UP_TIMEOUT_S = 1800.0
+GOAL_P50_S, GOAL_P99_S, GOAL_QUERY_S = 2.0, 10.0, 10.0
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli.main"]
+FLEET_QUERY = ("SELECT cluster, max(offline) AS most_offline, min(time) AS first, max(time) AS last "
+               "FROM fleet_offline_partitions WHERE time >= now() - INTERVAL 7 DAYS GROUP BY cluster")
+
+
+# -- the directory clusters' scenario logs --------------------------------------------------------------
+
+
+@dataclass
+class PartitionState:
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int  # -1: offline
+
+
+class ScenarioLog:
+    """A cluster's metadata log as its controller writes it: bench_jobs' bootstrap, then ISR churn and broker
+    outages; `flush()` appends the batches not yet written to the segment, whole, as Kafka does."""
+
+    def __init__(self, directory: Path, seed: int, partitions: int, start_ms: int) -> None:
+        self.log: ControllerLog = controller_log(partitions, seed, start_ms)
+        self.rng = random.Random(seed)
+        self.state = {(t, p): PartitionState(r, r, r[0]) for t, p, r in self.log.partitions}
+        self.fenced: set[int] = set()
+        self.segment = directory / "__cluster_metadata-0" / "00000000000000000000.log"
+        self.segment.parent.mkdir(parents=True)
+        self.written = 0
+
+    def event(self, time_ms: int) -> None:
+        """One change at `time_ms`: mostly ISR churn, now and then a broker fenced or unfenced."""
+        roll = self.rng.random()
+        brokers = sorted({b for state in self.state.values() for b in state.replicas})
+        if roll < 0.05 and len(self.fenced) < 2:
+            messages = self._fence(self.rng.choice([b for b in brokers if b not in self.fenced]))
+        elif roll < 0.10 and self.fenced:
+            messages = self._unfence(self.rng.choice(sorted(self.fenced)))
+        else:
+            messages = self._churn()
+        self._append(time_ms, messages)
+
+    def noop(self, time_ms: int) -> None:
+        self._append(time_ms, [mt.NoOpRecord()])
+
+    def flush(self) -> int:
+        """Append what is not in the segment yet; returns the log's last offset."""
+        with self.segment.open("ab") as segment:
+            segment.write(b"".join(self.log.batches[self.written:]))
+        self.written = len(self.log.batches)
+        return self.log.last_offset
+
+    def _append(self, time_ms: int, messages: list[Any]) -> None:
+        self.log.time_ms = time_ms
+        self.log.append(messages)
+
+    def _fence(self, broker: int) -> list[Any]:
+        self.fenced.add(broker)
+        messages: list[Any] = [mt.BrokerRegistrationChangeRecord(broker_id=broker, broker_epoch=1 + broker, fenced=1)]
+        for (topic_id, partition), state in self.state.items():
+            if broker not in state.isr or state.leader < 0:
+                continue
+            rest = tuple(r for r in state.isr if r != broker)
+            leader = -1 if not rest else rest[0] if state.leader == broker else state.leader
+            messages.append(mt.PartitionChangeRecord(partition_id=partition, topic_id=topic_id, isr=rest or state.isr,
+                                                     leader=leader if leader != state.leader else -2))
+            state.isr, state.leader = rest or state.isr, leader
+        return messages
+
+    def _unfence(self, broker: int) -> list[Any]:
+        self.fenced.discard(broker)
+        messages: list[Any] = [mt.BrokerRegistrationChangeRecord(broker_id=broker, broker_epoch=1 + broker,
+                                                                 fenced=-1)]
+        for (topic_id, partition), state in self.state.items():
+            if state.leader < 0 and state.isr == (broker,):  # its last in-sync replica is back: leader again
+                state.leader = broker
+                messages.append(mt.PartitionChangeRecord(partition_id=partition, topic_id=topic_id, leader=broker))
+        return messages
+
+    def _churn(self) -> list[Any]:
+        """1-5 partitions: a follower falls out of the ISR or catches up, sometimes the leader moves."""
+        messages: list[Any] = []
+        keys = list(self.state)
+        for _ in range(100):  # partitions without a change to make (offline, or their others fenced) are skipped
+            if messages and (len(messages) == 5 or self.rng.random() < 0.5):
+                break
+            topic_id, partition = self.rng.choice(keys)
+            state = self.state[topic_id, partition]
+            isr, leader = state.isr, state.leader
+            back = [r for r in state.replicas if r not in isr and r not in self.fenced]
+            if leader < 0 or (len(isr) == 1 and not back):
+                continue
+            if back and (len(isr) == 1 or self.rng.random() < 0.5):
+                isr = (*isr, self.rng.choice(back))
+            else:
+                behind = self.rng.choice([r for r in isr if r != leader])
+                isr = tuple(r for r in isr if r != behind)
+            change = -2  # the leader stays
+            if len(isr) > 1 and self.rng.random() < 0.3:
+                change = leader = self.rng.choice([r for r in isr if r != leader])
+            state.isr, state.leader = isr, leader
+            messages.append(mt.PartitionChangeRecord(partition_id=partition, topic_id=topic_id, isr=isr, leader=change))
+        return messages or [mt.NoOpRecord()]
+
+
+def week_backlog(directory: Path, seed: int, partitions: int, end_ms: int) -> ScenarioLog:
+    """A cluster's week before `end_ms`: the bootstrap 7 days ago, then its changes (no NoOps), written."""
+    scenario = ScenarioLog(directory, seed, partitions, end_ms - WEEK_MS)
+    at = end_ms - WEEK_MS + 60_000
+    while (at := at + int(scenario.rng.expovariate(1 / BACKLOG_EVENT_GAP_S) * 1000)) < end_ms:
+        scenario.event(at)
+    scenario.flush()
+    return scenario
+
+
+# -- live traffic and what it measures ------------------------------------------------------------------
+
+
+@dataclass
+class Pending:
+    offset: int
+    committed_at: float
+    kind: str  # "backlog", "kafka", "directory"
+
+
+class Queryable(threading.Thread):
+    """When each committed offset became queryable: polls each cluster's warehouse (a stat of `images`'
+    Delta log, `last_published()` only when it changed)."""
+
+    def __init__(self, root: Path, names: list[str]) -> None:
+        super().__init__(daemon=True)
+        self.root = root
+        self.readers = {name: WarehouseReader(Warehouse(cluster_location(str(root), name))) for name in names}
+        self.pending: dict[str, deque[Pending]] = {name: deque() for name in names}
+        self.samples: list[tuple[str, Pending, float]] = []  # cluster, what, seconds until queryable
+        self.stop = threading.Event()
+        self._stamps: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def committed(self, name: str, offset: int, kind: str, at: float | None = None) -> None:
+        with self._lock:
+            self.pending[name].append(Pending(offset, time.monotonic() if at is None else at, kind))
+
+    def waiting(self, kind: str) -> list[str]:
+        with self._lock:
+            return [name for name, queue in self.pending.items() if any(p.kind == kind for p in queue)]
+
+    def run(self) -> None:
+        while not self.stop.wait(POLL_S):
+            with self._lock:
+                names = [name for name, queue in self.pending.items() if queue]
+            for name in names:
+                published = self._published(name)
+                now = time.monotonic()
+                with self._lock:
+                    queue = self.pending[name]
+                    while queue and queue[0].offset <= published:
+                        done = queue.popleft()
+                        self.samples.append((name, done, now - done.committed_at))
+
+    def _published(self, name: str) -> int:
+        try:
+            stamp = (self.root / name / IMAGES / "_delta_log").stat().st_mtime_ns
+        except FileNotFoundError:
+            return -1
+        if self._stamps.get(name) == stamp:
+            return -1
+        try:
+            published = self.readers[name].last_published()
+        except LakeError:
+            return -1
+        self._stamps[name] = stamp
+        return published
+
+
+class DirectoryTraffic(threading.Thread):
+    """Every directory cluster's controller from now on: a NoOp every 500 ms, a change now and then, each batch
+    appended at its own time; the changes are reported to `queryable`."""
+
+    def __init__(self, clusters: dict[str, ScenarioLog], queryable: Queryable, seed: int = 11) -> None:
+        super().__init__(daemon=True)
+        self.clusters = clusters
+        self.queryable = queryable
+        self.rng = random.Random(seed)
+        self.stop = threading.Event()
+        self.appended = 0
+
+    def run(self) -> None:
+        start = time.monotonic()
+        due: list[tuple[float, str, str]] = []
+        for name in self.clusters:
+            heapq.heappush(due, (start + self.rng.uniform(0, NOOP_INTERVAL_S), name, "noop"))
+            heapq.heappush(due, (start + self.rng.expovariate(1 / LIVE_EVENT_GAP_S), name, "event"))
+        while not self.stop.is_set():
+            at, name, kind = heapq.heappop(due)
+            if self.stop.wait(max(0.0, at - time.monotonic())):
+                return
+            scenario = self.clusters[name]
+            now_ms = int(time.time() * 1000)
+            if kind == "noop":
+                scenario.noop(now_ms)
+                heapq.heappush(due, (at + NOOP_INTERVAL_S, name, kind))
+            else:
+                scenario.event(now_ms)
+                heapq.heappush(due, (at + self.rng.expovariate(1 / LIVE_EVENT_GAP_S), name, kind))
+            last = scenario.flush()
+            self.appended += 1
+            if kind == "event":
+                self.queryable.committed(name, last, "directory")
+
+
+class KafkaTraffic(threading.Thread):
+    """A real cluster's changes: a CreateTopics call now and then; its batch's offset found in the node's log."""
+
+    def __init__(self, name: str, node: KafkaNode, queryable: Queryable, seed: int) -> None:
+        super().__init__(daemon=True)
+        self.name = name
+        self.node = node
+        self.queryable = queryable
+        self.rng = random.Random(seed)
+        self.stop = threading.Event()
+        self.admin = AdminClient({"bootstrap.servers": node.bootstrap_servers})
+        self.created = 0
+        self.failures: list[str] = []
+
+    def run(self) -> None:
+        while not self.stop.wait(self.rng.expovariate(1 / LIVE_EVENT_GAP_S)):
+            topic = f"live-{self.created}"
+            try:
+                self.admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(30)
+            except Exception as error:  # noted in the results; the others go on
+                self.failures.append(str(error))
+                continue
+            committed = time.monotonic()
+            self.created += 1
+            self.queryable.committed(self.name, topic_offset(self.node, topic), "kafka", committed)
+
+
+def topic_offset(node: KafkaNode, topic: str) -> int:
+    """The last offset of the batch holding `topic`'s TopicRecord in the node's log (newest batches first)."""
+    for _, raw in sorted(log_batches(node.metadata_dir).items(), reverse=True):
+        batch = decode_batch(raw)
+        if any(isinstance(r.message, mt.TopicRecord) and r.message.name == topic for r in batch.records):
+            return batch.base_offset + len(batch.records) - 1
+    raise AssertionError(f"{node.metadata_dir}: no TopicRecord for {topic}")
+
+
+# -- processes ------------------------------------------------------------------------------------------
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its descendants (the job's driver and its JVM)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError):
+            children.setdefault(int(stat.read_text().rsplit(")", 1)[1].split()[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        found.append(todo.pop())
+        todo += children.get(found[-1], [])
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    total = 0
+    for each in process_tree(pid):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / CLOCK_TICKS
+
+
+def rss_mib(pid: int) -> float:
+    total = 0
+    for each in process_tree(pid):
+        with contextlib.suppress(OSError, StopIteration):
+            total += next(int(line.split()[1]) for line in Path(f"/proc/{each}/status").read_text().splitlines()
+                          if line.startswith("VmRSS:"))
+    return total / 1024
+
+
+@dataclass
+class Usage:
+    """CPU (share of one core) and peak RSS of processes over a window."""
+
+    pids: dict[str, int]
+    started: float = field(default_factory=time.monotonic)
+    cpu: dict[str, float] = field(default_factory=dict)
+    peak: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.cpu = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        self.sample()
+
+    def sample(self) -> None:
+        for name, pid in self.pids.items():
+            self.peak[name] = max(self.peak.get(name, 0.0), rss_mib(pid))
+
+    def shares(self) -> dict[str, float]:
+        took = time.monotonic() - self.started
+        return {name: (cpu_seconds(pid) - self.cpu[name]) / took for name, pid in self.pids.items()}
+
+
+def spawn(args: list[str], log: Path, cwd: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable}
+    return subprocess.Popen(args, cwd=cwd, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+
+
+def stop(process: subprocess.Popen[bytes], grace_s: float = 120.0) -> int:
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
+
+
+@contextlib.contextmanager
+def kafka_clusters(root: Path, count: int) -> Iterator[dict[str, KafkaNode]]:
+    """`count` one-node Apache Kafka clusters (broker and controller in one JVM), started together."""
+    nodes: dict[str, KafkaNode] = {}
+    try:
+        for index in range(count):
+            node = KafkaNode(root / f"kafka{index}", properties={"broker.rack": f"rack-{index}"})
+            node.format(kafka_uuid(), standalone=True)
+            nodes[f"kafka{index}"] = node.start(wait=False)
+        for node in nodes.values():
+            node.wait_ready()
+        yield nodes
+    finally:
+        for node in nodes.values():
+            node.stop()
+
+
+def fleet_file(root: Path, nodes: dict[str, KafkaNode], directories: dict[str, Path]) -> Path:
+    lines = [f'warehouse_root = "{root / "lake"}"', f'checkpoint = "{root / "checkpoint"}"']
+    for name, node in nodes.items():
+        lines += [f"[clusters.{name}]", f'bootstrap_controllers = ["{node.controller_endpoint}"]',
+                  'labels = { env = "prod", source = "kafka" }']
+    for index, (name, directory) in enumerate(directories.items()):
+        lines += [f"[clusters.{name}]", f'metadata_dir = "{directory}"',
+                  f'labels = {{ env = "{("prod", "staging", "lab")[index % 3]}", source = "directory" }}']
+    path = root / "fleet.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def wait_topics(bootstrap: str, topics: set[str], timeout_s: float) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout_s
+    while not topics <= set(admin.list_topics(timeout=10).topics):
+        if time.monotonic() > deadline:
+            missing = sorted(topics - set(admin.list_topics(timeout=10).topics))
+            raise RuntimeError(f"topics never created by the follower: {', '.join(missing)}")
+        time.sleep(1)
+
+
+# -- the run --------------------------------------------------------------------------------------------
+
+
+def run() -> list[dict[str, Any]]:
+    load_start = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="bench-fleet-") as scratch:
+        root = Path(scratch)
+        with running_broker(root) as broker, kafka_clusters(root, REAL) as nodes:
+            for index, node in enumerate(nodes.values()):
+                admin = AdminClient({"bootstrap.servers": node.bootstrap_servers})
+                for future in admin.create_topics([NewTopic(f"before-{index}-{n}", 3, 1) for n in range(5)]).values():
+                    future.result(60)
+            rows = measure(root, broker.bootstrap_servers, nodes)
+        rows += fleet_query(root / "fleet.toml")
+    rows.append(row("load average (1 min) at the start / end", f"{load_start:.1f} / {os.getloadavg()[0]:.1f}", ""))
+    return rows
+
+
+def measure(root: Path, bootstrap: str, nodes: dict[str, KafkaNode]) -> list[dict[str, Any]]:
+    end_ms = int(time.time() * 1000) - 60_000
+    built = time.monotonic()
+    scenarios = {f"cluster{index:02d}": week_backlog(root / "logs" / f"cluster{index:02d}", index,
+                                                     100 * (1 + index % 10), end_ms)
+                 for index in range(len(nodes), CLUSTERS)}
+    built = time.monotonic() - built
+    names = [*nodes, *scenarios]
+    path = fleet_file(root, nodes, {name: s.segment.parent.parent for name, s in scenarios.items()})
+    batches = sum(len(s.log.batches) for s in scenarios.values())
+    size = sum(s.log.size for s in scenarios.values())
+    rows = [row("clusters", len(names), "", f"{len(nodes)} real Apache Kafka (one node each), {len(scenarios)} "
+                f"directory clusters (scenario logs, {built:.0f} s to build)"),
+            row("directory clusters' backlogs: a week each", batches, "batches",
+                f"{sum(s.log.next_offset for s in scenarios.values()):,} records, {size / 1e6:.1f} MB, "
+                f"{sum(len(s.log.partitions) for s in scenarios.values()):,} partitions in all")]
+
+    queryable = Queryable(root / "lake", names)
+    traffic = DirectoryTraffic(scenarios, queryable)
+    kafka_traffic = [KafkaTraffic(name, node, queryable, seed) for seed, (name, node) in enumerate(nodes.items())]
+    started = time.monotonic()
+    for name, scenario in scenarios.items():
+        queryable.committed(name, scenario.log.last_offset, "backlog", started)
+    for name, node in nodes.items():
+        queryable.committed(name, end_offset(node.metadata_dir), "backlog", started)
+    follower = spawn([*KRAFTLAKE, "follow", "--fleet", str(path), "--bootstrap-servers", bootstrap,
+                      "--status-file", str(root / "status"), "--log-interval", "30"], root / "follow.log", root)
+    job: subprocess.Popen[bytes] | None = None
+    threads: list[Any] = [queryable, traffic, *kafka_traffic]
+    for thread in threads:
+        thread.start()
+    try:
+        wait_topics(bootstrap, {f"kraftlake-metadata-{name}" for name in names}, 300)
+        job_start = time.monotonic() - started
+        job = spawn([*KRAFTLAKE, "materialize", "--fleet", str(path), "--bootstrap-servers", bootstrap],
+                    root / "materialize.log", root)
+        deadline = started + CATCH_UP_TIMEOUT_S
+        while waiting := queryable.waiting("backlog"):
+            if time.monotonic() > deadline or job.poll() is not None or follower.poll() is not None:
+                raise RuntimeError(f"catch-up unfinished after {time.monotonic() - started:.0f} s: {len(waiting)} "
+                                   f"clusters waiting ({', '.join(waiting[:5])}); the job's output ends: "
+                                   f"{(root / 'materialize.log').read_text()[-1500:]}")
+            time.sleep(1)
+        caught_up = max(seconds for _, pending, seconds in list(queryable.samples) if pending.kind == "backlog")
+        rows.append(row("(4) catch-up of every backlog from empty", caught_up, "s",
+                        f"follower start → every warehouse's last backlog image; the job started at {job_start:.0f} "
+                        f"s (once every topic existed); live traffic meanwhile"))
+        time.sleep(WARMUP_S)
+        rows += steady(queryable, follower, job, traffic, kafka_traffic)
+    finally:
+        for thread in threads:
+            thread.stop.set()
+        codes = [stop(process) for process in (job, follower) if process is not None]
+    rows.append(row("follower, job exit codes (SIGTERM)", " / ".join(map(str, reversed(codes))), ""))
+    return rows
+
+
+def steady(queryable: Queryable, follower: subprocess.Popen[bytes], job: subprocess.Popen[bytes],
+           traffic: DirectoryTraffic, kafka_traffic: list[KafkaTraffic]) -> list[dict[str, Any]]:
+    usage = Usage({"follower": follower.pid, "job": job.pid, "bench": os.getpid()})
+    window = (usage.started, usage.started + STEADY_S)
+    appended = traffic.appended
+    while time.monotonic() < window[1]:
+        time.sleep(5)
+        usage.sample()
+    shares = usage.shares()
+    appended = traffic.appended - appended
+    settle = time.monotonic() + SETTLE_S
+    while time.monotonic() < settle and any(
+            p.committed_at <= window[1] for queue in queryable.pending.values() for p in list(queue)):
+        time.sleep(1)
+    measured = list(queryable.samples)
+    samples = [(name, seconds) for name, pending, seconds in measured
+               if pending.kind != "backlog" and window[0] <= pending.committed_at <= window[1]]
+    unanswered = sum(1 for queue in queryable.pending.values() for p in list(queue) if p.committed_at <= window[1])
+    latencies = [seconds for _, seconds in samples]
+    per_cluster: dict[str, list[float]] = {}
+    for name, seconds in samples:
+        per_cluster.setdefault(name, []).append(seconds)
+    worst = max(per_cluster, key=lambda name: statistics.median(per_cluster[name]))
+    p50, p99 = statistics.median(latencies), quantile(latencies, 0.99)
+    kinds = {kind: [s for _, p, s in measured if p.kind == kind and window[0] <= p.committed_at <= window[1]]
+             for kind in ("kafka", "directory")}
+    failures = [f for t in kafka_traffic for f in t.failures]
+    return [
+        row("(1) follower CPU, steady", f"{shares['follower'] * 100:.0f}", "% of a core",
+            f"{STEADY_S:.0f} s window, {appended / STEADY_S:.0f} batches/s appended to the directories"),
+        row("(1) follower RSS, peak", f"{usage.peak['follower']:.0f}", "MiB", "one process, one thread per cluster"),
+        row("(2) job CPU, steady", f"{shares['job'] * 100:.0f}", "% of a core", "the driver and its JVM"),
+        row("(2) job RSS, peak", f"{usage.peak['job']:.0f}", "MiB", "the driver and its JVM"),
+        row("this benchmark's own CPU (traffic, polling)", f"{shares['bench'] * 100:.0f}", "% of a core"),
+        row("(3) commit → queryable, p50 / p99", f"{p50:.2f} / {p99:.2f}", "s",
+            f"{len(latencies)} changes on {len(per_cluster)} clusters; {unanswered} not queryable "
+            f"{SETTLE_S:.0f} s after the window"),
+        row("(3)     Kafka clusters (CreateTopics returned), p50 / p99",
+            f"{statistics.median(kinds['kafka']):.2f} / {quantile(kinds['kafka'], 0.99):.2f}" if kinds["kafka"]
+            else "-", "s", f"{len(kinds['kafka'])} topics created"
+            + (f"; {len(failures)} calls failed: {failures[0][:120]}" if failures else "")),
+        row("(3)     directory clusters (batch appended), p50 / p99",
+            f"{statistics.median(kinds['directory']):.2f} / {quantile(kinds['directory'], 0.99):.2f}", "s",
+            f"{len(kinds['directory'])} changes"),
+        row("(3)     worst cluster's p50", f"{statistics.median(per_cluster[worst]):.2f}", "s",
+            f"{worst}, {len(per_cluster[worst])} changes"),
+        row(f"goal: commit → queryable p50 <= {GOAL_P50_S:g} s, all clusters active",
+            "met" if p50 <= GOAL_P50_S else "NOT met", "", f"{p50:.2f} s"),
+        row(f"goal: commit → queryable p99 <= {GOAL_P99_S:g} s, all clusters active",
+            "met" if p99 <= GOAL_P99_S and not unanswered else "NOT met", "",
+            f"{p99:.2f} s" + (f", {unanswered} never queryable" if unanswered else "")),
+    ]
+
+
+def fleet_query(path: Path) -> list[dict[str, Any]]:
+    """The fleet question, as users ask it (`kraftlake sql --fleet`), then its steps timed apart in this process."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable}
+    started = time.monotonic()
+    done = subprocess.run([*KRAFTLAKE, "sql", "--fleet", str(path), "--json", FLEET_QUERY], cwd=path.parent, env=env,
+                          capture_output=True, text=True, timeout=3600)
+    command_s = time.monotonic() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"kraftlake sql --fleet failed ({done.returncode}): {done.stderr[-2000:]}")
+    answers = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    offline = sum(1 for line in answers if '"most_offline":0' not in line)
+    session_s, views_s, query_s, span = in_process(path)
+    return [
+        row("(5) `kraftlake sql --fleet` over fleet_offline_partitions, 7 days", command_s, "s",
+            f"start to exit (a Spark session, every cluster's views, the query); {len(answers)} clusters "
+            f"answered, {offline} had offline partitions; history spans {span}"),
+        row("(5)     in one process: Spark session start", session_s, "s"),
+        row("(5)     in one process: every cluster's views registered", views_s, "s"),
+        row("(5)     in one process: the query itself, median of 3", query_s, "s"),
+        row(f"goal: fleet query over a week of {CLUSTERS} clusters <= {GOAL_QUERY_S:g} s",
+            "met" if command_s <= GOAL_QUERY_S else "NOT met", "",
+            f"{command_s:.1f} s start to exit (the query alone {query_s:.1f} s)"),
+    ]
+
+
+def in_process(path: Path) -> tuple[float, float, float, str]:
+    """(session start, views registration, query median of 3) seconds, and the history's time span."""
+    from kraftlake.analytics.fleet import register_fleet_views
+    from kraftlake.jobs.materialize import local_spark
+    from kraftlake.settings.fleet import load_fleet
+
+    fleet = load_fleet(path)
+    root = fleet.settings.warehouse_root
+    assert root is not None
+    started = time.monotonic()
+    spark = local_spark("bench-fleet-query")
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    session_s = time.monotonic() - started
+    try:
+        started = time.monotonic()
+        register_fleet_views(spark, {name: (WarehouseReader(Warehouse(cluster_location(root, name))), cluster.labels)
+                                     for name, cluster in fleet.clusters.items()})
+        views_s = time.monotonic() - started
+        times = []
+        for _ in range(3):
+            started = time.monotonic()
+            result = spark.sql(FLEET_QUERY).collect()
+            times.append(time.monotonic() - started)
+        first, last = min(r["first"] for r in result), max(r["last"] for r in result)
+        days = (last - first).total_seconds() / 86400
+        span = f"{first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC ({days:.1f} days)"
+    finally:
+        spark.stop()
+    return session_s, views_s, statistics.median(times), span
+
+
+if __name__ == "__main__":
+    for result in run():
+        print(result)
