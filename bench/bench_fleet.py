@@ -27,20 +27,23 @@ The fleet (`KRAFTLAKE_BENCH_FLEET_CLUSTERS`, default 50; `..._REAL`, default 3):
 - The metadata topics live on one more Kafka node (`LocalBroker`); the warehouses under a local temp dir
   (ROOT/<cluster>, no object store); the job's catalog is embedded Derby. Everything on the same 2 cores.
 
-How: the follower and the job start together from empty (the job once every topic exists); catch-up is from
-the follower's start until every warehouse answers `last_published()` at or past its backlog's last offset
-(the 3 Kafka clusters: their log end at the start). Then a steady window: CPU as a share of one core from
-`/proc/<pid>/stat` (utime + stime) over the window, RSS from `/proc/<pid>/status` (VmRSS, peak of samples);
-for the job the sum over its process tree (the Python driver and its JVM). Commit → queryable: from a batch
-appended to the segment (directory clusters) or a CreateTopics call returning (Kafka clusters) until the
-cluster's warehouse has published an image at or past that batch's last offset, polled by this process (a
-`stat` of `images/_delta_log` every 0.2 s, then `WarehouseReader.last_published()` when it changed); only
-batches that change rows are sampled (an offset-only NoOp image waits up to `idle_publish_seconds`, 10 s, by
-design). The job runs with the product's defaults (1 s trigger, idle publish 10 s, coalesced backlog). Last,
-with the follower and the job stopped, the fleet question `kraftlake sql --fleet fleet.toml` over
-`fleet_offline_partitions` for the last 7 days, start to exit, and in this process the same steps timed apart
-(the session, the views of every cluster, the query itself: median of 3). Wall-clock figures on a shared
-machine: the load average is noted.
+How: the follower and the job start together from empty (the job once every topic exists); (4) catch-up is
+from the follower's start until every warehouse answers `last_published()` at or past its backlog's last offset
+(the Kafka clusters: their log end at the start). The job then registers every new cluster's tables in the
+catalog; the stream waits meanwhile (below), so the steady window begins once the job keeps up (no change
+waiting over 10 s for 30 s in a row), and that wait is reported too. The steady window (5 min, all clusters
+writing): CPU as a share of one core from `/proc/<pid>/stat` (utime + stime) over the window, RSS from
+`/proc/<pid>/status` (VmRSS, peak of samples every 5 s); for the job the sum over its process tree (the Python
+driver and its JVM). Commit → queryable: from a batch appended to the segment (directory clusters) or a
+CreateTopics call returning (Kafka clusters) until the cluster's warehouse has published an image at or past
+that batch's last offset, polled by this process (a `stat` of `images/_delta_log` every 0.2 s, then
+`WarehouseReader.last_published()` when it changed); only batches that change rows are sampled (an offset-only
+NoOp image waits up to `idle_publish_seconds`, 10 s, by design). The job runs with the product's defaults (1 s
+trigger, idle publish 10 s, coalesced backlog). Last, with the follower and the job stopped, (5) the fleet
+question over `fleet_offline_partitions` for the last 7 days, timed step by step in this process: the steps
+`kraftlake sql --fleet fleet.toml "..."` takes (`kraftlake.cli.fleet.fleet_session`: a local Spark session,
+every cluster's views registered; then the query, median of 3); the goal is judged on start to answer.
+Wall-clock figures on a shared machine: the load average is noted.
 """
 
 from __future__ import annotations
