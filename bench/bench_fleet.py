@@ -80,6 +80,28 @@ from kraftlake.records import metadata_types as mt
 from kraftlake.settings.fleet import cluster_location
 from tests.harness.followers import REPO, end_offset, log_batches
 
+NOTES = """\
+**The 50-cluster run of 2026-11-27** (11:50-12:45 UTC) shared the 2 cores with another project's test suite and
+a Spark job (load average 28-33 until about 12:10, 4-8 after). What the figures above do not show:
+
+- *The catalog stalls the stream.* After the catch-up, the job registers every new cluster's tables in the
+  catalog (`FleetWriter.register_new`, `CREATE TABLE IF NOT EXISTS … USING delta LOCATION`, one Delta snapshot
+  load per table) inside `foreachBatch`, on Spark's stream execution thread (seen with `jstack`:
+  `CreateDeltaTableCommand`, then the Hive metastore's `get_table`, under "stream execution thread for
+  kraftlake-materialize-fleet"): no cluster is written meanwhile. The schemas appeared at about 2.4 a minute
+  under that load (19 at 12:02, 44 at 12:09, 50 at 12:13), so every cluster's changes waited about 20 min, and
+  the job had not kept up within the 25 min the benchmark waits (row (4)); the steady window then began anyway.
+  With 3-4 clusters (trial runs, same code, load 10-19) the stall was 2-2.5 min and the steady p50 1.6-1.8 s,
+  p99 2.1 s: the p50 goal holds for a few clusters, not for 50 on this machine.
+- *The fleet query (5) did not answer.* `register_fleet_views` plus the query ran from 12:24:26; at 12:36 Spark
+  was planning the query (the 50-way union's physical plan, 280 s of CPU on one thread), at 12:41-12:45 running
+  it at about 5 stages a minute (stage 1,857). I stopped its JVM at 12:44:55 (20.5 min) to keep to this
+  session's time limit, hence `Connection refused` above; the goal row was added by hand from that run, worded
+  as the module now writes it when the query fails. With 3 clusters (trial, load about 10): session 15 s,
+  views 112 s, query 50 s: 177 s start to answer.
+- The job exits -15 on SIGTERM (the follower 0): `kraftlake materialize` stops by the signal's default action.
+"""
+
 CLUSTERS = int(os.environ.get("KRAFTLAKE_BENCH_FLEET_CLUSTERS", "50"))
 REAL = min(CLUSTERS, int(os.environ.get("KRAFTLAKE_BENCH_FLEET_REAL", "3")))  # real Kafka clusters among them
 STEADY_S = float(os.environ.get("KRAFTLAKE_BENCH_FLEET_STEADY_S", "300"))
@@ -640,10 +662,13 @@ def steady(queryable: Queryable, groups: dict[str, list[int]], traffic: Director
 def fleet_query(path: Path) -> list[dict[str, Any]]:
     """The fleet question, timed step by step in this process: the steps `kraftlake sql --fleet` takes
     (`kraftlake.cli.fleet.fleet_session`: a local session, every cluster's views; then the query)."""
+    started = time.monotonic()
     try:
         session_s, views_s, query_s, answers, span = in_process(path)
     except Exception as error:  # Spark's errors come as Py4J's: the one line is the result
-        return [row("(5) fleet query failed", "", "", " ".join(str(error).split())[:1500])]
+        return [row("(5) fleet query failed", "", "", " ".join(str(error).split())[:1500]),
+                row(f"goal: fleet query over a week of {CLUSTERS} clusters <= {GOAL_QUERY_S:g} s", "NOT met", "",
+                    f"no answer after {time.monotonic() - started:,.0f} s")]
     first_answer = session_s + views_s + query_s
     offline = sum(1 for answer in answers if answer["most_offline"])
     return [
