@@ -93,6 +93,8 @@ a Spark job (load average 28-33 until about 12:10, 4-8 after). What the figures 
   the job had not kept up within the 25 min the benchmark waits (row (4)); the steady window then began anyway.
   With 3-4 clusters (trial runs, same code, load 10-19) the stall was 2-2.5 min and the steady p50 1.6-1.8 s,
   p99 2.1 s: the p50 goal holds for a few clusters, not for 50 on this machine.
+  *Since then* the job registers clusters in the driver's loop beside the query (5 s of it a round), never
+  inside a micro-batch, so registering no longer holds every cluster's writes; not measured again yet.
 - *The fleet query (5) did not answer.* `register_fleet_views` plus the query ran from 12:24:26; at 12:36 Spark
   was planning the query (the 50-way union's physical plan, 280 s of CPU on one thread), at 12:41-12:45 running
   it at about 5 stages a minute (stage 1,857). I stopped its JVM at 12:44:55 (20.5 min) to keep to this
