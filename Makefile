@@ -58,7 +58,9 @@ test-long: install
 # processes), the jobs', the followers' and the fuzz smoke stay in `make test`, which CI runs.
 CHECK_TESTS := tests/records tests/replay tests/image_schema tests/settings tests/cli tests/bench tests/brokersim \
 	tests/controller tests/raft tests/docs
-check: $(STAMP)
+# The jars too: some of these tests read Kafka's own schemas out of its jar, or check the Spark class path (from
+# nothing, the first `make check` fetches them once, as `make test` does).
+check: $(STAMP) jars
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -m "not jvm and not slow" --durations=10 $(CHECK_TESTS)
