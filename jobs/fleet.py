@@ -13,11 +13,10 @@ The fleet file is looked at every few seconds: a cluster added whose topic exist
 and started again on the same checkpoint; Spark's source starts a new topic at its first offset). A cluster
 removed is no longer written; its topic stays subscribed, because Spark's checkpoint holds its offsets and a
 topic dropped from the subscription would be reported as data loss. Each cluster's tables are registered in
-the catalog (`kraftlake.fleet.catalog`) once its warehouse exists, by that same loop, never in a micro-batch;
-its persistent views (`<cluster>_published`,
-`default.fleet_*`) are brought to its last published image between micro-batches, by the loop that looks at
-the file (`PublishedViews`: at most every `catalog_refresh_seconds`, at most `RELOAD_S` of DDL a round), and all
-of them once more when the run ends.
+the catalog (`kraftlake.fleet.catalog`) once its warehouse exists, and its persistent views
+(`<cluster>_published`, `default.fleet_*`) are brought to its last published image, both by the loop that looks
+at the file, beside the query and never inside a micro-batch (`PublishedViews`: at most every
+`catalog_refresh_seconds`; each at most `RELOAD_S` a round), and all of them once more when the run ends.
 """
 
 from __future__ import annotations
@@ -128,10 +127,10 @@ class FleetWriter:
         `make bench fleet`). With `budget_s`, a round stops after that long (the rest go next round); a
         failure is one line and is tried again next round."""
         started = time.monotonic()
-        for name, writer in list(self.writers.values()):
+        for name, reader in list(self.readers.items()):
             if budget_s is not None and time.monotonic() - started >= budget_s:
                 return
-            warehouse = Warehouse(writer.config.warehouse, dict(writer.config.storage_options))
+            warehouse = reader.warehouse
             if name in self.registered or not warehouse.exists():
                 continue
             try:
