@@ -156,6 +156,8 @@ def _check_reachable(jdbc_url: str) -> None:
 def _first_line(error: Exception) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
 def published_schema(cluster: str) -> str:
     return cluster + PUBLISHED_SUFFIX
 
@@ -265,5 +267,5 @@ class PublishedViews:
             action()
             return True
         except Exception as error:
-            log.warning("catalog: %s not updated (tried again later): %s", what, str(error).splitlines()[0][:500])
+            log.warning("catalog: %s not updated (tried again later): %s", what, _first_line(error)[:500])
             return False
