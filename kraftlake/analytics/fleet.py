@@ -4,9 +4,15 @@
     fleet_brokers, fleet_topics, fleet_partitions, fleet_features, …    the image of each cluster at one moment
     fleet_partitions_history, fleet_batches, …                          each cluster's history
     fleet_under_replicated, fleet_offline_partitions, fleet_fencing_episodes, fleet_events, fleet_raft_epochs, …
+    fleet_clusters                                                      each cluster shown, with its labels
 
-Each cluster's part is exactly its one-cluster view (the same reads, the same summary SQL: one definition of
-each fact); a cluster's views are registered, captured as DataFrames, then the next cluster's replace them.
+A table's view is one relation of every cluster's rows, read with the project's reader
+(`WarehouseReader.view_rows`: the rows `kraftlake sql` reads for one cluster, as Arrow); a summary is its one SQL
+in the fleet's scope (`summaries(FLEET)`: every window, group and join also per `cluster`) over them. So a fleet
+question is one plan of a few shuffles whatever the number of clusters: fifty one-cluster plans unioned took
+Spark minutes to plan and thousands of stages to run (BENCHMARKS.md, fleet). Only the views a query names are
+read (`views_used`).
+
 The image is each cluster's last published one, or the one published at or before a time (`at_time_ms`: the
 same moment across clusters, as offsets are per cluster). A cluster with no image (yet) at that moment is left
 out and named in `skipped`.
@@ -14,16 +20,24 @@ out and named in `skipped`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from functools import reduce
 from typing import Any
 
-from kraftlake.analytics.views import register_views
+import numpy as np
+import pyarrow as pa
+
+from kraftlake.analytics.summaries import Scope, summaries
+from kraftlake.analytics.views import table_views
+from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.errors import LakeError
 from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import all_tables
 
 PREFIX = "fleet_"
+FLEET = Scope(PREFIX, "cluster")
+CLUSTERS = PREFIX + "clusters"
+LABELS = pa.map_(pa.string(), pa.string())
 
 
 @dataclass
@@ -32,29 +46,65 @@ class FleetViews:
     skipped: dict[str, str] = field(default_factory=dict)  # cluster -> why it is not in the views
 
 
-def register_fleet_views(
-    spark: Any, clusters: Mapping[str, tuple[WarehouseReader, Mapping[str, str]]], at_time_ms: int | None = None
-) -> FleetViews:
-    """Register `fleet_<name>` for every view of every cluster's warehouse (`clusters`: name -> reader, labels)."""
-    from pyspark.sql import functions as F
+def labelled_sql(sql: str, clusters_view: str = CLUSTERS) -> str:
+    """A fleet summary's rows (`sql`, in a fleet scope) with the cluster's labels after its name."""
+    return (f"SELECT s.cluster, c.labels, s.* EXCEPT (cluster) FROM ({sql}) s "
+            f"JOIN {clusters_view} c ON s.cluster = c.cluster")
 
-    parts: dict[str, list[Any]] = {}
+
+def register_fleet_views(
+    spark: Any, clusters: Mapping[str, tuple[WarehouseReader, Mapping[str, str]]], at_time_ms: int | None = None,
+    only: Collection[str] | None = None,
+) -> FleetViews:
+    """Register `fleet_<name>` for every view of every cluster's warehouse (`clusters`: name -> reader, labels),
+    or for those of `only` (`views_used(query, PREFIX)`), and `fleet_clusters`."""
+    fleet_summaries = summaries(FLEET)
+    wanted = set(only) if only is not None else {*table_views(), *fleet_summaries}
+    tables = [name for name in table_views() if name in wanted]
+    parts: dict[str, list[pa.Table]] = {name: [] for name in tables}
     result = FleetViews()
+    shown: dict[str, Mapping[str, str]] = {}
     for name, (reader, labels) in clusters.items():
         try:
             offset = None if at_time_ms is None else reader.offset_at(at_time_ms)
-            views = register_views(spark, reader, offset)
+            rows = reader.view_rows(tables, offset)
         except LakeError as error:
             result.skipped[name] = str(error)
             continue
-        label_map = F.create_map(*[F.lit(part) for key, value in sorted(labels.items()) for part in (key, value)])
-        if not labels:
-            label_map = F.create_map().cast("map<string,string>")
-        for view in views:
-            frame = spark.table(view)
-            parts.setdefault(view, []).append(frame.select(F.lit(name).alias("cluster"), label_map.alias("labels"),
-                                                           *[F.col(f"`{column}`") for column in frame.columns]))
+        shown[name] = labels
+        for view, table in rows.items():
+            parts[view].append(_with_cluster(table, name, labels))
+    _frame(spark, pa.table({"cluster": pa.array(list(shown), pa.string()),
+                            "labels": pa.array([_pairs(labels) for labels in shown.values()], LABELS)}), CLUSTERS)
     for view, frames in parts.items():
-        reduce(lambda left, right: left.unionByName(right), frames).createOrReplaceTempView(PREFIX + view)
+        rows = pa.concat_tables(frames, promote_options="permissive") if frames else _empty(view)
+        _frame(spark, rows, PREFIX + view)
         result.views.append(PREFIX + view)
+    for name, summary in fleet_summaries.items():
+        if name in wanted:
+            spark.sql(labelled_sql(summary.sql)).createOrReplaceTempView(PREFIX + name)
+            result.views.append(PREFIX + name)
     return result
+
+
+def _frame(spark: Any, rows: pa.Table, view: str) -> None:
+    # without its empty batches: given batches [1 row, empty, 1 row], Spark 4.2.0's createDataFrame (local[2]) has
+    # one row, silently
+    batches = [batch for batch in rows.to_batches() if batch.num_rows] or [pa.RecordBatch.from_pylist([], rows.schema)]
+    spark.createDataFrame(pa.Table.from_batches(batches, rows.schema)).createOrReplaceTempView(view)
+
+
+def _pairs(labels: Mapping[str, str]) -> list[tuple[str, str]]:
+    return sorted(labels.items())
+
+
+def _with_cluster(table: pa.Table, name: str, labels: Mapping[str, str]) -> pa.Table:
+    every_row = np.zeros(table.num_rows, dtype=np.int64)  # one value taken for each row: no Python list per row
+    table = table.add_column(0, "labels", pa.array([_pairs(labels)], LABELS).take(every_row))
+    return table.add_column(0, "cluster", pa.array([name], pa.string()).take(every_row))
+
+
+def _empty(view: str) -> pa.Table:
+    """No cluster shown: the view's columns, no rows."""
+    schema = TABLES[view].schema if view in TABLES else all_tables()[view]
+    return _with_cluster(schema.empty_table(), "", {})

@@ -17,28 +17,54 @@ part of an image still being written.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from typing import Any
 
 from kraftlake.analytics.summaries import SUMMARIES
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.reader import TableRead, WarehouseReader
 from kraftlake.lake.scan import AnyOf, Selection, Where
+from kraftlake.lake.warehouse import BATCHES, GAPS, IMAGES, history_name
 from kraftlake.settings.spark import spark_uri, use_store
 
 _RANK = "__kraftlake_rank"
 
 
-def register_views(spark: Any, reader: WarehouseReader, at_offset: int | None = None) -> list[str]:
-    """Register every table and summary as a temp view; returns the view names."""
+def register_views(spark: Any, reader: WarehouseReader, at_offset: int | None = None,
+                   only: Collection[str] | None = None) -> list[str]:
+    """Register every table and summary as a temp view, or those of `only` (`views_used`); returns the view
+    names."""
     use_store(spark, reader.warehouse.storage_options)
-    reads = reader.image_reads(at_offset)
+    reads = reader.image_reads(at_offset, only)
     frames = {name: _image_table(spark, reader, name, *pair) for name, pair in reads.image.items()}
     frames.update({name: read_table(spark, reader, read) for name, read in reads.others.items()})
     for name, frame in frames.items():
         frame.createOrReplaceTempView(name)
-    for name, summary in SUMMARIES.items():
-        spark.sql(summary.sql).createOrReplaceTempView(name)
-    return [*frames, *SUMMARIES]
+    summaries = [name for name in SUMMARIES if only is None or name in only]
+    for name in summaries:
+        spark.sql(SUMMARIES[name].sql).createOrReplaceTempView(name)
+    return [*frames, *summaries]
+
+
+def table_views() -> list[str]:
+    """The views read straight from the warehouse's tables: each sub-image table, its history, `batches`, …"""
+    return [*TABLES, *map(history_name, TABLES), BATCHES, IMAGES, GAPS]
+
+
+def views_used(text: str, prefix: str = "") -> frozenset[str]:
+    """The views a query names (as `prefix` + name, a whole word outside quotes, in any case), with those the
+    named summaries read in turn: what to register for it, instead of every table (each costs a Delta log
+    read). A word that only looks like a view's name (a column's) costs a read too, never a wrong answer."""
+    used: set[str] = set()
+    pending = _named(re.findall(r"\w+", re.sub(r"'[^']*'", "", text)), prefix)
+    while pending:
+        name = pending.pop()
+        if name not in used:
+            used.add(name)
+            if name in SUMMARIES:  # their SQL reads views only after FROM and JOIN
+                pending.extend(_named(re.findall(r"(?:FROM|JOIN)\s+(\w+)", SUMMARIES[name].sql)))
+    return frozenset(used)
 
 
 def read_table(spark: Any, reader: WarehouseReader, read: TableRead) -> Any:
@@ -53,6 +79,12 @@ def selection_sql(where: Selection) -> str:
     catalog's persistent views alike."""
     conjunctions = where.conjunctions if isinstance(where, AnyOf) else (tuple(where),)
     return " OR ".join(f"({_all_of(conjunction)})" for conjunction in conjunctions) or "false"
+
+
+def _named(words: list[str], prefix: str = "") -> list[str]:
+    known = {*table_views(), *SUMMARIES}
+    names = [word.lower().removeprefix(prefix) for word in words if word.lower().startswith(prefix)]
+    return [name for name in names if name in known]
 
 
 def _all_of(conjunction: tuple[Where, ...]) -> str:

@@ -25,7 +25,7 @@ Its rules hold for every command (`image`, `changes`, `history`, `sql`, `report`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -213,23 +213,46 @@ class WarehouseReader:
             tables = readers.map(lambda name: self._table_at(name, since, offset), TABLES)
             return WarehouseImage(provenance.result(), dict(zip(TABLES, tables, strict=True)), asked)
 
-    def image_reads(self, offset: int | None = None) -> ImageReads:
+    def image_reads(self, offset: int | None = None, views: Collection[str] | None = None) -> ImageReads:
         """The Delta reads (each table's version chosen now) that make the image at `offset` (None: the last
-        published one) and every other table up to the last published image: what `kraftlake.analytics.views` reads."""
+        published one) and every other table up to the last published image: what `kraftlake.analytics.views` reads.
+        `views` (None: all) names the ones wanted (`partitions`, `partitions_history`, `batches`, …): each read
+        opens its table's Delta log, so a query naming two tables opens two."""
         last = self.published_range()[1]
         offset = last if offset is None else self.answer(offset)
         since = self._image_checkpoint_at(offset)
+
+        def wanted(name: str) -> bool:
+            return views is None or name in views
+
         image = {}
-        for name in TABLES:
+        for name in filter(wanted, TABLES):
             at_checkpoint = [Where("checkpoint_offset", "=", since)]
             base = self._read(image_checkpoint_table(name), at_checkpoint) if since >= 0 else None
             image[name] = (base, self._read(history_name(name), self._history_since(since, offset)))
-        published = [Where("from_offset", "<=", last)]
-        others = {history_name(name): self._read(history_name(name), published) for name in TABLES}
-        others[BATCHES] = self._read(BATCHES, [Where("base_offset", "<=", last)])
-        others[IMAGES] = self._read(IMAGES, [Where("offset", "<=", last)])
-        others[GAPS] = self._read(GAPS, [Where("last_offset", "<=", last)])
+        others = {name: self._read(name, where) for name, where in self._published(last).items() if wanted(name)}
         return ImageReads(offset, image, others)
+
+    def view_rows(self, views: Collection[str], offset: int | None = None) -> dict[str, pa.Table]:
+        """The rows of the views `image_reads` would read for `views`, read here as Arrow (latest versions:
+        rows up to a published image never change): each sub-image table at `offset` (None: the last published
+        image), every other table up to the last published image."""
+        last = self.published_range()[1]
+        offset = last if offset is None else self.answer(offset)
+        since = self._image_checkpoint_at(offset)
+        published = self._published(last)
+        with ThreadPoolExecutor(max_workers=READERS) as readers:  # delta-rs and Arrow release the GIL
+            rows = {name: readers.submit(self._table_at, name, since, offset) if name in TABLES
+                    else readers.submit(self.scan, name, published[name]) for name in views}
+            return {name: future.result() for name, future in rows.items()}
+
+    @staticmethod
+    def _published(last: int) -> dict[str, Selection]:
+        """Each table outside the image, up to the last published image (`last`)."""
+        published: dict[str, Selection] = {history_name(name): [Where("from_offset", "<=", last)] for name in TABLES}
+        published.update({BATCHES: [Where("base_offset", "<=", last)], IMAGES: [Where("offset", "<=", last)],
+                          GAPS: [Where("last_offset", "<=", last)]})
+        return published
 
     # -- history and changes --------------------------------------------------------------------------
 
