@@ -88,8 +88,8 @@ def register_fleet_views(
 
 
 def _frame(spark: Any, rows: pa.Table, view: str) -> None:
-    # without its empty batches: given batches [1 row, empty, 1 row], Spark 4.2.0's createDataFrame (local[2]) has
-    # one row, silently
+    """`rows` as a temp view, without its empty batches: given batches [1 row, empty, 1 row], Spark 4.2.0's
+    createDataFrame (local[2]) has one row, silently."""
     batches = [batch for batch in rows.to_batches() if batch.num_rows] or [pa.RecordBatch.from_pylist([], rows.schema)]
     spark.createDataFrame(pa.Table.from_batches(batches, rows.schema)).createOrReplaceTempView(view)
 

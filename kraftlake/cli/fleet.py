@@ -80,7 +80,7 @@ def fleet_session(args: argparse.Namespace) -> Any:
             raise UserFacingError(str(error)) from None
     # not `short_lived` (C1 only): every cluster's views in one plan filled C1's code cache here, and the JVM
     # then ran without a compiler (and said so on stdout)
-    spark = local_spark("kraftlake-sql-fleet", extra=extra)
+    spark = local_spark("kraftlake-sql-fleet", short_lived=True, extra=extra)
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     readers = {
         name: (WarehouseReader(Warehouse(cluster_location(root.uri, name), dict(root.storage_options))), cluster.labels)

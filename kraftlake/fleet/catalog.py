@@ -44,7 +44,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from kraftlake.analytics.summaries import SUMMARIES
+from kraftlake.analytics.fleet import CLUSTERS, FLEET, labelled_sql
+from kraftlake.analytics.fleet import PREFIX as FLEET_PREFIX  # `kraftlake sql --fleet`'s temp views shadow these
+from kraftlake.analytics.summaries import SUMMARIES, Scope, summaries
 from kraftlake.analytics.views import image_table_sql, selection_sql, sql_literal
 from kraftlake.lake.errors import LakeError
 from kraftlake.lake.reader import TableRead, WarehouseReader
@@ -56,7 +58,6 @@ POSTGRES_DRIVER = "org.postgresql.Driver"
 CONNECT_TIMEOUT_S = 10.0
 _JDBC_HOST = re.compile(r"^jdbc:[a-z]+://(?P<host>\[[^\]]+\]|[^:/?]+)(?::(?P<port>\d+))?")
 _DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306}
-FLEET_PREFIX = "fleet_"  # as `kraftlake sql --fleet`'s temp views, which shadow these in its sessions
 log = logging.getLogger(__name__)
 
 
@@ -194,13 +195,24 @@ def create_summaries(session: Any, cluster: str) -> list[str]:
 
 
 def create_fleet_views(spark: Any, views: list[str], clusters: Mapping[str, Mapping[str, str]]) -> list[str]:
-    """`default.fleet_<view>` for each of `views`: every cluster's `<cluster>_published.<view>` (which must exist)
-    with its name (`cluster`) and labels (`labels`, a map) in front; returns the fleet views' names."""
-    created = []
+    """`default.fleet_<view>` for each of `views` (tables before the summaries that read them), as `kraftlake sql
+    --fleet` has them (`kraftlake.analytics.fleet`): a table's is every cluster's `<cluster>_published.<table>`
+    (which must exist) with its name (`cluster`) and labels (`labels`, a map) in front; a summary's is its one SQL
+    in the fleet's scope over those, so a question is one plan whatever the number of clusters; and
+    `default.fleet_clusters`. Returns the fleet views' names."""
+    rows = ", ".join(f"({sql_literal(name)}, {_labels_sql(labels)})" for name, labels in sorted(clusters.items()))
+    spark.sql(f"CREATE OR REPLACE VIEW default.{CLUSTERS} AS SELECT * FROM VALUES {rows} AS t(cluster, labels)")
+    fleet = Scope(f"default.{FLEET_PREFIX}", FLEET.key)
+    scoped = summaries(fleet)
+    created = [CLUSTERS]
     for view in views:
-        parts = [f"SELECT {sql_literal(name)} AS cluster, {_labels_sql(labels)} AS labels, * "
-                 f"FROM {published_schema(name)}.{view}" for name, labels in sorted(clusters.items())]
-        spark.sql(f"CREATE OR REPLACE VIEW default.{FLEET_PREFIX}{view} AS {' UNION ALL '.join(parts)}")
+        if view in scoped:
+            sql = labelled_sql(scoped[view].sql, f"default.{CLUSTERS}")
+        else:
+            sql = " UNION ALL ".join(f"SELECT {sql_literal(name)} AS cluster, {_labels_sql(labels)} AS labels, * "
+                                     f"FROM {published_schema(name)}.{view}"
+                                     for name, labels in sorted(clusters.items()))
+        spark.sql(f"CREATE OR REPLACE VIEW default.{FLEET_PREFIX}{view} AS {sql}")
         created.append(FLEET_PREFIX + view)
     return created
 
