@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -196,8 +197,9 @@ def start(spark: Any, base: MaterializeConfig, topics: set[str], writer: FleetWr
     return stream.queryName("kraftlake-materialize-fleet").start()
 
 
-def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any) -> dict[str, str]:
-    """Run the fleet's query until stopped (with `available_now`: until every topic is drained); returns the
+def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any,
+              stop: threading.Event | None = None) -> dict[str, str]:
+    """Run the fleet's query until `stop` is set (with `available_now`: until every topic is drained); returns the
     clusters that stopped, with their line. `base.warehouse` is ROOT, `base.spark_checkpoint` the query's."""
     fleet = load_fleet(fleet_path)
     writer = FleetWriter(spark, base)
@@ -212,6 +214,9 @@ def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any) -> dict[str
         try:
             restart = False
             while not restart and not query.awaitTermination(RELOAD_S):
+                if stop is not None and stop.is_set():
+                    query.stop()
+                    break
                 waiting = not set(fleet.clusters) <= writer.clusters()  # a topic that was not there yet
                 if file_stamp(fleet_path) != stamp or waiting:
                     stamp = file_stamp(fleet_path)
@@ -249,7 +254,7 @@ def _reload(spark: Any, base: MaterializeConfig, path: Path, fleet: Fleet, write
     return fleet, bool(added)
 
 
-def run_fleet_job(config: MaterializeConfig, spark: Any | None = None) -> None:
+def run_fleet_job(config: MaterializeConfig, spark: Any | None = None, stop: threading.Event | None = None) -> None:
     """`materialize --fleet`: the session with the fleet's catalog (the file's `[catalog]`, else embedded Derby
     in the checkpoint's `metastore` folder), then the query; clusters that stopped make it end with one line."""
     assert config.fleet is not None
@@ -260,7 +265,7 @@ def run_fleet_job(config: MaterializeConfig, spark: Any | None = None) -> None:
         check_catalog(spark, fleet.settings.catalog)
     except CatalogError as error:
         raise MaterializeError(str(error)) from None
-    failures = run_fleet(config, config.fleet, spark)
+    failures = run_fleet(config, config.fleet, spark, stop)
     if failures:
         raise MaterializeError(f"{len(failures)} of {len(fleet.clusters)} clusters stopped ("
                                f"{', '.join(sorted(failures))}): see their lines above")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -29,6 +30,7 @@ from kraftlake.settings import SettingsError, load_kraftlake
 from kraftlake.settings.flags import MaterializeConfig, add_materialize_arguments, materialize_config
 from kraftlake.settings.jars import MissingJarsError
 from kraftlake.settings.spark import require_job_jars, session_builder
+from kraftlake.stopping import stop_on_signals
 
 __all__ = ["MaterializeConfig", "MaterializeError", "MicroBatchWriter", "TopicMessage", "main", "run"]
 
@@ -149,20 +151,25 @@ def launched_with_master() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ or "--master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
 
 
-def run(config: MaterializeConfig, spark: Any | None = None) -> None:
-    """Run the job until it is stopped (or, with `available_now`, until the topic is drained)."""
+def run(config: MaterializeConfig, spark: Any | None = None, stop: threading.Event | None = None) -> None:
+    """Run the job until `stop` is set (SIGTERM: `kraftlake.stopping`), or, with `available_now`, until the topic
+    is drained."""
     spark = spark or local_spark()
     require_job_jars(spark)
     check_topic_identity(spark, config)
     writer = MicroBatchWriter(config, spark)
     query = start_query(spark, config, writer)
     try:
-        query.awaitTermination()
-        writer.flush()  # the topic is drained (available-now): publish an offset-only image still held
+        while not query.awaitTermination(STOP_POLL_S):
+            if stop is not None and stop.is_set():
+                query.stop()  # between micro-batches or inside one: the warehouse is whole either way (the sink)
+                break
+        writer.flush()  # the topic is drained (available-now) or the job stops: publish an offset-only image held
     except Exception as error:
         raise MaterializeError(writer.failure or concise_failure(str(error))) from None
 
 
+STOP_POLL_S = 1.0  # how often the driver looks whether it was asked to stop
 TOPIC_ID_FILE = "kraftlake-topic-id"  # in the checkpoint directory: the topic its Kafka offsets are of
 
 
@@ -218,12 +225,13 @@ def parse_args(argv: list[str] | None) -> MaterializeConfig:
 def main(argv: list[str] | None = None) -> int:
     try:
         config = parse_args(argv)
+        stop = stop_on_signals()
         if config.fleet is not None:
             from kraftlake.jobs.fleet import run_fleet_job
 
-            run_fleet_job(config)
+            run_fleet_job(config, stop=stop)
         else:
-            run(config)
+            run(config, stop=stop)
     except (SettingsError, MaterializeError, MissingJarsError) as error:
         print(f"materialize: {error}", file=sys.stderr)
         return 2

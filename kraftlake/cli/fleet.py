@@ -12,9 +12,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from kraftlake.cli.commands.follow import _stop_on_signals
 from kraftlake.cli.config import resolve_bootstrap
 from kraftlake.cli.errors import UserFacingError
+from kraftlake.stopping import stop_on_signals
 
 
 def follow_fleet(args: argparse.Namespace) -> int:
@@ -31,7 +31,7 @@ def follow_fleet(args: argparse.Namespace) -> int:
     bootstrap = resolve_bootstrap(args.bootstrap_servers or kafka.bootstrap_servers or None)
     config = SupervisorConfig(PublisherConfig(bootstrap), status_dir=args.status_file,
                               log_interval_s=args.log_interval)
-    supervisor = FleetSupervisor(args.fleet, config, _stop_on_signals())
+    supervisor = FleetSupervisor(args.fleet, config, stop_on_signals())
 
     def _look_now(signum: int, frame: FrameType | None) -> None:
         supervisor.look_now.set()
@@ -78,8 +78,8 @@ def fleet_session(args: argparse.Namespace) -> Any:
             extra = catalog_conf(fleet.settings.catalog, Path("."))
         except CatalogError as error:
             raise UserFacingError(str(error)) from None
-    # not `short_lived` (C1 only): every cluster's views in one plan filled C1's code cache here, and the JVM
-    # then ran without a compiler (and said so on stdout)
+    # C1 only, as `kraftlake sql`: a fleet question is one plan whatever the number of clusters (when it was a
+    # union of every cluster's, it filled C1's code cache and the JVM ran on without a compiler)
     spark = local_spark("kraftlake-sql-fleet", short_lived=True, extra=extra)
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     readers = {

@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pytest
 
-from kraftlake.analytics.fleet import PREFIX
+from kraftlake.analytics.fleet import CLUSTERS, PREFIX
 from kraftlake.analytics.summaries import SUMMARIES
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import BATCHES, Warehouse
@@ -114,7 +114,8 @@ def answers(fleet: CatalogFleet) -> tuple[list[tuple[str, str]], list[tuple[str,
 
 def test_every_view_is_in_the_catalog(fleet: CatalogFleet) -> None:
     reads = fleet.reader("alpha").image_reads()
-    assert fleet.fleet_views == sorted(PREFIX + name for name in [*reads.image, *reads.others, *SUMMARIES])
+    views = [*reads.image, *reads.others, *SUMMARIES]
+    assert fleet.fleet_views == sorted([CLUSTERS, *(PREFIX + name for name in views)])
 
 
 def test_a_plain_spark_session_gets_what_kraftlake_sql_gets(

@@ -87,3 +87,18 @@ def test_sigkill_at_a_sink_step_then_restart(kafka_broker, topic: str, tmp_path:
     contents = _finish(kafka_broker, topic, tmp_path)
     assert _without_images(contents) == _without_images(reference)
     assert len(contents["image_offsets"]) == len(set(contents["image_offsets"]))
+
+
+def test_sigterm_mid_stream_stops_cleanly_then_restart(kafka_broker, topic: str, tmp_path: Path,
+                                                       reference: dict) -> None:
+    """A service manager's stop: SIGTERM ends the query, exit 0 (not the signal's -15), and the resumed job
+    ends where an uninterrupted one does."""
+    job = subprocess.Popen(_job(kafka_broker, topic, tmp_path, "--trigger-seconds", "0.5"),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(18)  # past Spark's start-up, into the micro-batches
+    job.send_signal(signal.SIGTERM)
+    _, stderr = job.communicate(timeout=120)
+    assert job.returncode == 0, stderr[-2000:]
+    contents = _finish(kafka_broker, topic, tmp_path)
+    assert _without_images(contents) == _without_images(reference)
+    assert len(contents["image_offsets"]) == len(set(contents["image_offsets"]))

@@ -11,15 +11,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-import signal
-import threading
 import time
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from kraftlake.cli.config import resolve_bootstrap
 from kraftlake.cli.errors import UserFacingError
+from kraftlake.stopping import stop_on_signals
 
 if TYPE_CHECKING:
     from kraftlake.follow.follower import FollowConfig
@@ -128,7 +126,7 @@ def run_follower(args: argparse.Namespace, source: ObserverConfig | TailConfig) 
     bootstrap = resolve_bootstrap(args.bootstrap_servers or kafka.bootstrap_servers or None)
     publisher = PublisherConfig(bootstrap, topic=args.topic or kafka.topic)
     config = FollowConfig(source, publisher, args.log_interval, args.status_file, stall)
-    follower = Follower(config, _stop_on_signals())
+    follower = Follower(config, stop_on_signals())
     try:
         follower.run()
     except FollowError as error:
@@ -142,14 +140,3 @@ def run_follower(args: argparse.Namespace, source: ObserverConfig | TailConfig) 
 
 def _holds(config: FollowConfig, follower: Any) -> str:
     return f"topic {config.publisher.topic} holds the log up to offset {follower.published_offset}"
-
-
-def _stop_on_signals() -> threading.Event:
-    stop = threading.Event()
-
-    def _stop(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    return stop

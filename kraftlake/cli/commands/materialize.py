@@ -11,6 +11,7 @@ from kraftlake.cli.config import resolve_bootstrap
 from kraftlake.cli.errors import UserFacingError
 from kraftlake.settings import SettingsError, load_kraftlake
 from kraftlake.settings.flags import MaterializeConfig, add_materialize_arguments, materialize_config
+from kraftlake.stopping import stop_on_signals
 
 
 def register(subparsers: Any) -> None:
@@ -34,13 +35,14 @@ def run(args: argparse.Namespace) -> int:
     from kraftlake.jobs.materialize import run as run_job
 
     config = config_from(args)
+    stop = stop_on_signals()  # SIGTERM stops the query and exits 0
     try:
         if config.fleet is not None:
             from kraftlake.jobs.fleet import run_fleet_job
 
-            run_fleet_job(config)
+            run_fleet_job(config, stop=stop)
         else:
-            run_job(config)
+            run_job(config, stop=stop)
     except MaterializeError as error:
         raise UserFacingError(f"{error} (nothing past the last good image was published; fix and rerun)") from None
     return 0
