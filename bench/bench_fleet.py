@@ -667,7 +667,7 @@ def fleet_query(path: Path) -> list[dict[str, Any]]:
     (`kraftlake.cli.fleet.fleet_session`: a local session, every cluster's views; then the query)."""
     started = time.monotonic()
     try:
-        session_s, views_s, query_s, answers, span = in_process(path)
+        session_s, views_s, query_s, again_s, answers, span = in_process(path)
     except Exception as error:  # Spark's errors come as Py4J's: the one line is the result
         return [row("(5) fleet query failed", "", "", " ".join(str(error).split())[:1500]),
                 row(f"goal: fleet query over a week of {CLUSTERS} clusters <= {GOAL_QUERY_S:g} s", "NOT met", "",
@@ -678,17 +678,19 @@ def fleet_query(path: Path) -> list[dict[str, Any]]:
         row("(5) fleet_offline_partitions over 7 days: start to answer", first_answer, "s",
             f"{len(answers)} clusters answered, {offline} with offline partitions; history from {span}"),
         row("(5)     Spark session start", session_s, "s"),
-        row("(5)     every cluster's fleet views registered", views_s, "s"),
-        row("(5)     the query itself", query_s, "s", "once: at this size each run takes minutes"),
+        row("(5)     the views the query names, every cluster's rows read", views_s, "s"),
+        row("(5)     the query itself", query_s, "s", f"a second run in the same session: {again_s:.1f} s"),
         row(f"goal: fleet query over a week of {CLUSTERS} clusters <= {GOAL_QUERY_S:g} s",
             "met" if first_answer <= GOAL_QUERY_S else "NOT met", "",
             f"{first_answer:.1f} s start to answer (the query alone {query_s:.1f} s)"),
     ]
 
 
-def in_process(path: Path) -> tuple[float, float, float, list[Any], str]:
-    """Seconds: session start, views registration, the query; the answer's rows; the history's span."""
-    from kraftlake.analytics.fleet import register_fleet_views
+def in_process(path: Path) -> tuple[float, float, float, float, list[Any], str]:
+    """Seconds: session start, views registration, the query (the first run; the second is noted); the answer's
+    rows; the history's span."""
+    from kraftlake.analytics.fleet import PREFIX, register_fleet_views
+    from kraftlake.analytics.views import views_used
     from kraftlake.jobs.materialize import local_spark
     from kraftlake.settings.fleet import load_fleet
 
@@ -696,22 +698,26 @@ def in_process(path: Path) -> tuple[float, float, float, list[Any], str]:
     root = fleet.settings.warehouse_root
     assert root is not None
     started = time.monotonic()
-    spark = local_spark("bench-fleet-query")
+    spark = local_spark("bench-fleet-query", short_lived=True)  # as `kraftlake sql --fleet`
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     session_s = time.monotonic() - started
     try:
         started = time.monotonic()
         register_fleet_views(spark, {name: (WarehouseReader(Warehouse(cluster_location(root, name))), cluster.labels)
-                                     for name, cluster in fleet.clusters.items()})
+                                     for name, cluster in fleet.clusters.items()}, None,
+                             views_used(FLEET_QUERY, PREFIX))
         views_s = time.monotonic() - started
         started = time.monotonic()
         answers = spark.sql(FLEET_QUERY).collect()
         query_s = time.monotonic() - started
+        started = time.monotonic()
+        spark.sql(FLEET_QUERY).collect()
+        again_s = time.monotonic() - started
     finally:
         spark.stop()
     first, last = min(r["first"] for r in answers), max(r["last"] for r in answers)
     span = f"{first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC ({(last - first).total_seconds() / 86400:.1f} days)"
-    return session_s, views_s, query_s, answers, span
+    return session_s, views_s, query_s, again_s, answers, span
 
 
 if __name__ == "__main__":
