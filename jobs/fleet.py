@@ -121,26 +121,27 @@ class FleetWriter:
                     print(f"materialize: cluster {name}: {self.failures[name]}", file=sys.stderr, flush=True)
         self.register_new()
 
-    def register_new(self, budget_s: float | None = None) -> None:
-        """Register in the catalog each cluster whose warehouse now exists. Called from the driver's loop beside
-        the query, never inside a micro-batch: a registration loads every table of the cluster (seconds each on
-        a busy machine), and in a micro-batch every cluster's writes waited for it (minutes at 50 clusters in
-        `make bench fleet`). With `budget_s`, a round stops after that long (the rest go next round); a
-        failure is one line and is tried again next round."""
+    def register_new(self, budget_s: float | None = None) -> int:
+        """Register in the catalog each cluster whose warehouse now exists; returns how many such clusters are
+        still not registered. Called from the driver's loop beside the query, never inside a micro-batch: a
+        registration loads every table of the cluster (seconds each on a busy machine), and in a micro-batch
+        every cluster's writes waited for it (minutes at 50 clusters in `make bench fleet`). With `budget_s`,
+        a round stops after that long (the rest go next round); a failure is one line and is tried again next
+        round."""
         started = time.monotonic()
-        for name, reader in list(self.readers.items()):
+        waiting = [name for name, reader in self.readers.items()
+                   if name not in self.registered and reader.warehouse.exists()]
+        for name in waiting:
             if budget_s is not None and time.monotonic() - started >= budget_s:
-                return
-            warehouse = reader.warehouse
-            if name in self.registered or not warehouse.exists():
-                continue
+                break
             try:
-                register_cluster(self.spark, name, warehouse)
+                register_cluster(self.spark, name, self.readers[name].warehouse)
             except CatalogError as error:
                 print(f"materialize: {error} (tried again later)", file=sys.stderr, flush=True)
                 continue
             self.registered.add(name)
             log.info("catalog: cluster %s registered", name)
+        return sum(1 for name in waiting if name not in self.registered)
 
 
 def split_by_topic(frame: Any) -> dict[str, list[TopicMessage]]:
@@ -216,13 +217,14 @@ def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any,
             while not restart and not query.awaitTermination(RELOAD_S):
                 if stop is not None and stop.is_set():
                     query.stop()
-                    break
+                    writer.flush()
+                    return writer.failures  # the catalog's views stay as the last round left them: a stop is quick
                 waiting = not set(fleet.clusters) <= writer.clusters()  # a topic that was not there yet
                 if file_stamp(fleet_path) != stamp or waiting:
                     stamp = file_stamp(fleet_path)
                     fleet, restart = _reload(spark, base, fleet_path, fleet, writer)
-                writer.register_new(budget_s=RELOAD_S)
-                views.keep_current(writer.published(fleet), budget_s=RELOAD_S)
+                unregistered = writer.register_new(budget_s=RELOAD_S)
+                views.keep_current(writer.published(fleet), budget_s=RELOAD_S, settled=unregistered == 0)
         except Exception as error:
             stopped = writer.failures and all(name in writer.failures for name, _ in writer.writers.values())
             if stopped or isinstance(error, MaterializeError):
