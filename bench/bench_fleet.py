@@ -42,7 +42,7 @@ NoOp image waits up to `idle_publish_seconds`, 10 s, by design). The job runs wi
 trigger, idle publish 10 s, coalesced backlog). Last, with the follower and the job stopped, (5) the fleet
 question over `fleet_offline_partitions` for the last 7 days, timed step by step in this process: the steps
 `kraftlake sql --fleet fleet.toml "..."` takes (`kraftlake.cli.fleet.fleet_session`: a local Spark session,
-every cluster's views registered; then the query, once); the goal is judged on start to answer.
+the views the query names registered, every cluster's rows; then the query, twice); the goal is judged on start to answer.
 Wall-clock figures on a shared machine: the load average is noted.
 """
 
@@ -81,27 +81,25 @@ from kraftlake.settings.fleet import cluster_location
 from tests.harness.followers import REPO, end_offset, log_batches
 
 NOTES = """\
-**The 50-cluster run of 2026-11-27** (11:50-12:45 UTC) shared the 2 cores with another project's test suite and
-a Spark job (load average 28-33 until about 12:10, 4-8 after). What the figures above do not show:
+**The 50-cluster run of 2026-11-27, 15:40-16:15 UTC** (load average 2-3: nothing else ran). What the figures
+above do not show:
 
-- *The catalog stalls the stream.* After the catch-up, the job registers every new cluster's tables in the
-  catalog (`FleetWriter.register_new`, `CREATE TABLE IF NOT EXISTS … USING delta LOCATION`, one Delta snapshot
-  load per table) inside `foreachBatch`, on Spark's stream execution thread (seen with `jstack`:
-  `CreateDeltaTableCommand`, then the Hive metastore's `get_table`, under "stream execution thread for
-  kraftlake-materialize-fleet"): no cluster is written meanwhile. The schemas appeared at about 2.4 a minute
-  under that load (19 at 12:02, 44 at 12:09, 50 at 12:13), so every cluster's changes waited about 20 min, and
-  the job had not kept up within the 25 min the benchmark waits (row (4)); the steady window then began anyway.
-  With 3-4 clusters (trial runs, same code, load 10-19) the stall was 2-2.5 min and the steady p50 1.6-1.8 s,
-  p99 2.1 s: the p50 goal holds for a few clusters, not for 50 on this machine.
-  *Since then* the job registers clusters in the driver's loop beside the query (5 s of it a round), never
-  inside a micro-batch, so registering no longer holds every cluster's writes; not measured again yet.
-- *The fleet query (5) did not answer.* `register_fleet_views` plus the query ran from 12:24:26; at 12:36 Spark
-  was planning the query (the 50-way union's physical plan, 280 s of CPU on one thread), at 12:41-12:45 running
-  it at about 5 stages a minute (stage 1,857). I stopped its JVM at 12:44:55 (20.5 min) to keep to this
-  session's time limit, hence `Connection refused` above; the goal row was added by hand from that run, worded
-  as the module now writes it when the query fails. With 3 clusters (trial, load about 10): session 15 s,
-  views 112 s, query 50 s: 177 s start to answer.
-- The job exits -15 on SIGTERM (the follower 0): `kraftlake materialize` stops by the signal's default action.
+- *The fleet question answers* (row (5)). It is one Spark plan now, whatever the number of clusters
+  (`kraftlake.analytics.fleet`): the rows of the two views it reads, every cluster's, in one relation each
+  (921,000 partition versions and 101,000 batches), and the summary's SQL once, per `cluster`. The earlier
+  design, a union of fifty one-cluster plans, had not answered after 20 minutes (run of 11:50-12:45 the same
+  day: 280 s of CPU planning, then thousands of stages). Still not the 10 s asked: on this machine the query
+  itself is a sort of 921,000 rows by cluster, topic and partition, then three more windows (about 7 s warm
+  when nothing else runs, measured by hand the same afternoon), plus a Spark session's start and the read.
+- *Commit → queryable does not hold at 50 clusters.* The job never kept up within the 25 minutes the benchmark
+  waits (row (4)). Thread CPU from `jstack`, 10 s apart, during the wait: Spark's two executor threads spent
+  17.5 s of CPU in those 10 s in the Kafka source's `KafkaConsumer.position` (`InternalKafkaConsumer.
+  getAvailableOffsetRange`, under `KafkaDataConsumer.fetch`), one task per topic, fifty topics a micro-batch;
+  the Python side (`py-spy`) was in `foreachBatch` 17 % of the time, mostly delta-rs writes. Meanwhile the
+  driver's loop registered the clusters' tables in the catalog at about 1.6 a minute (45 `CREATE TABLE …
+  USING delta LOCATION` each; 24 of 50 after 15 minutes), within 5 s a round beside the query. With 3-4
+  clusters (earlier trial runs) p50 was 1.6-1.8 s and p99 2.1 s.
+- The job now exits 0 on SIGTERM (row "exit codes"); it was -15.
 """
 
 CLUSTERS = int(os.environ.get("KRAFTLAKE_BENCH_FLEET_CLUSTERS", "50"))
