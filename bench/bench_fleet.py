@@ -42,8 +42,8 @@ NoOp image waits up to `idle_publish_seconds`, 10 s, by design). The job runs wi
 trigger, idle publish 10 s, coalesced backlog). Last, with the follower and the job stopped, (5) the fleet
 question over `fleet_offline_partitions` for the last 7 days, timed step by step in this process: the steps
 `kraftlake sql --fleet fleet.toml "..."` takes (`kraftlake.cli.fleet.fleet_session`: a local Spark session,
-the views the query names registered, every cluster's rows; then the query, twice); the goal is judged on start to answer.
-Wall-clock figures on a shared machine: the load average is noted.
+the views the query names registered, every cluster's rows; then the query, twice); the goal is judged on
+start to answer. Wall-clock figures on a shared machine: the load average is noted.
 """
 
 from __future__ import annotations
