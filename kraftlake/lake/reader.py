@@ -218,9 +218,7 @@ class WarehouseReader:
         published one) and every other table up to the last published image: what `kraftlake.analytics.views` reads.
         `views` (None: all) names the ones wanted (`partitions`, `partitions_history`, `batches`, …): each read
         opens its table's Delta log, so a query naming two tables opens two."""
-        last = self.published_range()[1]
-        offset = last if offset is None else self.answer(offset)
-        since = self._image_checkpoint_at(offset)
+        last, offset, since = self._image_bounds(offset)
 
         def wanted(name: str) -> bool:
             return views is None or name in views
@@ -237,14 +235,19 @@ class WarehouseReader:
         """The rows of the views `image_reads` would read for `views`, read here as Arrow (latest versions:
         rows up to a published image never change): each sub-image table at `offset` (None: the last published
         image), every other table up to the last published image."""
-        last = self.published_range()[1]
-        offset = last if offset is None else self.answer(offset)
-        since = self._image_checkpoint_at(offset)
+        last, offset, since = self._image_bounds(offset)
         published = self._published(last)
         with ThreadPoolExecutor(max_workers=READERS) as readers:  # delta-rs and Arrow release the GIL
             rows = {name: readers.submit(self._table_at, name, since, offset) if name in TABLES
                     else readers.submit(self.scan, name, published[name]) for name in views}
             return {name: future.result() for name, future in rows.items()}
+
+    def _image_bounds(self, offset: int | None) -> tuple[int, int, int]:
+        """The last published image's offset, the offset of the image answering `offset` (None: the last one),
+        and that image's checkpoint offset (-1: none)."""
+        last = self.published_range()[1]
+        offset = last if offset is None else self.answer(offset)
+        return last, offset, self._image_checkpoint_at(offset)
 
     @staticmethod
     def _published(last: int) -> dict[str, Selection]:
