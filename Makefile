@@ -56,7 +56,7 @@ test-long: install
 # test that starts a JVM or a server (marker `jvm`, tests/conftest.py) and the longest property and
 # simulation runs (marker `slow`). The warehouse's tests (tests/lake: real Delta tables, writers racing in
 # processes), the jobs', the followers' and the fuzz smoke stay in `make test`, which CI runs.
-CHECK_TESTS := tests/records tests/replay tests/image_schema tests/settings tests/cli tests/bench tests/brokersim \
+CHECK_TESTS := tests/records tests/replay tests/image_schema tests/settings tests/inputs tests/cli tests/bench tests/brokersim \
 	tests/controller tests/raft tests/docs
 # The jars too: some of these tests read Kafka's own schemas out of its jar, or check the Spark class path (from
 # nothing, the first `make check` fetches them once, as `make test` does).

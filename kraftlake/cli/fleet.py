@@ -57,9 +57,9 @@ def print_fleet_status(directory: Path) -> int:
 def fleet_session(args: argparse.Namespace) -> Any:
     """`kraftlake sql --fleet`: a session with every cluster's `fleet_*` views (and the fleet's catalog, when the
     file names a shared one); clusters without an image are named on stderr and left out."""
+    from kraftlake import inputs
     from kraftlake.analytics.fleet import PREFIX, register_fleet_views
     from kraftlake.analytics.views import views_used
-    from kraftlake.cli.commands.warehouse import parse_time
     from kraftlake.cli.config import resolve_warehouse
     from kraftlake.fleet.catalog import CatalogError, catalog_conf
     from kraftlake.jobs.materialize import local_spark
@@ -86,7 +86,7 @@ def fleet_session(args: argparse.Namespace) -> Any:
         name: (WarehouseReader(Warehouse(cluster_location(root.uri, name), dict(root.storage_options))), cluster.labels)
         for name, cluster in fleet.clusters.items()
     }
-    at_time_ms = None if args.at_time is None else parse_time(args.at_time)
+    at_time_ms = None if args.at_time is None else inputs.epoch_or_iso_time("--at-time", args.at_time)
     registered = register_fleet_views(spark, readers, at_time_ms, views_used(args.query, PREFIX))
     for name, why in registered.skipped.items():
         print(f"kraftlake sql: cluster {name} left out: {why}", file=sys.stderr)

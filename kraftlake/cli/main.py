@@ -23,8 +23,9 @@ def expected_errors() -> tuple[type[Exception], ...]:
     """Errors whose message is the whole story: the library packages raise their own, the CLI maps them here.
     Imported when a command fails, not at start: the controller's package costs every command ~0.3 s."""
     from kraftlake.controller.admin_client import AdminError
+    from kraftlake.inputs import InputError
 
-    return UserFacingError, SettingsError, AdminError
+    return UserFacingError, SettingsError, AdminError, InputError
 
 
 # Each module names one area of the tool, exposes `register(subparsers) -> None` and adds these commands.

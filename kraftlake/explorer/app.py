@@ -13,6 +13,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,13 +24,14 @@ from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
+from pydantic import BeforeValidator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from kraftlake import inputs
 from kraftlake.explorer import timeline as tl
 from kraftlake.explorer.clusters import Clusters, Member, OneCluster
 from kraftlake.explorer.errors import BadRequest, ExplorerError, NoHistory
-from kraftlake.explorer.moments import parse_time
 from kraftlake.explorer.schemas import (
     BrokerSpan,
     ChangesPage,
@@ -51,7 +53,7 @@ from kraftlake.explorer.schemas import (
     TopicsPage,
     TopicSummary,
 )
-from kraftlake.explorer.service import Explorer
+from kraftlake.explorer.service import MAX_PAGE_SIZE, Explorer
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.errors import LakeError, TimeTravelError, UnknownKeyError
 from kraftlake.lake.history import iso_time
@@ -93,8 +95,8 @@ def one_line(text: str) -> str:
 
 def problem_for(error: Exception) -> tuple[int, str, str] | None:
     """(status, title, one-line detail) of an error a request may meet; None: a bug (500)."""
-    if isinstance(error, ExplorerError):
-        return error.status, error.title, one_line(str(error))
+    if isinstance(error, ExplorerError | inputs.InputError):
+        return getattr(error, "status", 400), getattr(error, "title", "Bad request"), one_line(str(error))
     if isinstance(error, TimeTravelError | UnknownKeyError):
         return 404, "Not in the history", one_line(str(error))
     if isinstance(error, LakeError):
@@ -116,8 +118,12 @@ REFUSALS: dict[int | str, dict[str, Any]] = {
                           (409, "Warehouse refused"), (422, "Invalid parameter"), (502, "Store unavailable"))
 }
 
-Page = Annotated[int, Query(ge=1, le=1_000_000, description="page number, from 1")]
-Size = Annotated[int, Query(ge=1, le=500, description="rows per page")]
+MAX_PAGE = 1_000_000
+# parsed by `kraftlake.inputs` (pydantic alone takes `1_0` as 10); the bounds stay declared for the schema
+Page = Annotated[int, Query(ge=1, le=MAX_PAGE, description="page number, from 1"),
+                 BeforeValidator(partial(inputs.page_number, "page", high=MAX_PAGE))]
+Size = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE, description="rows per page"),
+                 BeforeValidator(partial(inputs.page_number, "size", high=MAX_PAGE_SIZE))]
 At = Annotated[str | None, Query(max_length=64, description="an offset, or an ISO-8601 time (UTC if no zone); "
                                                             "default: the last published image")]
 Search = Annotated[str | None, Query(max_length=200, description="keep rows containing this text")]
@@ -259,8 +265,8 @@ def time_range(line: tl.Timeline) -> tuple[int, int]:
 
 def time_window(from_text: str | None, to_text: str | None, first_time: int, last_time: int) -> tuple[int, int]:
     """The window a request names (ISO times), the whole range where it names none."""
-    low = parse_time(from_text) if from_text else first_time
-    high = parse_time(to_text) if to_text else last_time
+    low = inputs.iso_time("from", from_text) if from_text else first_time
+    high = inputs.iso_time("to", to_text) if to_text else last_time
     if high < low:
         raise BadRequest(f"the window's end ({to_text}) is before its start ({from_text})")
     return low, high
@@ -396,7 +402,10 @@ def create_app(settings: Settings) -> FastAPI:
     async def invalid(request: Request, error: RequestValidationError) -> Response:
         first = error.errors()[0] if error.errors() else {"loc": (), "msg": "invalid request"}
         where = ".".join(str(part) for part in first.get("loc", ()) if part not in ("query", "path"))
-        return await refused(request, 422, "Invalid parameter", one_line(f"{where}: {first.get('msg', '')}"))
+        context = first.get("ctx")
+        ours = context.get("error") if isinstance(context, dict) else None  # `kraftlake.inputs`' own line
+        detail = str(ours) if isinstance(ours, inputs.InputError) else f"{where}: {first.get('msg', '')}"
+        return await refused(request, 422, "Invalid parameter", one_line(detail))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> Response:
@@ -417,7 +426,8 @@ def create_app(settings: Settings) -> FastAPI:
             return await refused(request, 500, "Internal error", one_line(f"{type(error).__name__}: {error}"))
         return await refused(request, *known_problem)
 
-    for kind in (ExplorerError, LakeError, OSError, DeltaError):  # a store's failures come as these two
+    # a store's failures come as OSError or DeltaError
+    for kind in (ExplorerError, inputs.InputError, LakeError, OSError, DeltaError):
         app.add_exception_handler(kind, expected)
     app.add_exception_handler(NoHistory, no_history)
 

@@ -20,6 +20,8 @@ import pyarrow.compute as pc
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from kraftlake import inputs
+from kraftlake.explorer.app import Page, Size
 from kraftlake.explorer.clusters import Clusters
 from kraftlake.explorer.errors import NotFound
 from kraftlake.explorer.service import Explorer
@@ -129,12 +131,20 @@ def frame(request: Request, served: Clusters, cluster: str | None, page_name: st
     """What every page's header shows: the cluster, its links, and serving a fleet, the cluster picker (each
     cluster's same page at `moment_time`, or at the request's moment when that is a time)."""
     at_text = request.query_params.get("at") or ""
-    at_time = moment_time or (at_text if at_text and not at_text.strip().isdigit() else None)
+    at_time = moment_time or (at_text if at_text and is_time(at_text) else None)
     picker = [{"name": m.name, "url": same_page(Links(m.name, at_time), page_name), "current": m.name == cluster}
               for m in served.members()] if served.is_fleet else []
     return {"cluster": cluster, "links": Links(cluster, at_text or None) if cluster else None, "moment": None,
             "at_text": at_text, "page_name": page_name, "query": dict(request.query_params), "picker": picker,
             "fleet": served.is_fleet}
+
+
+def is_time(text: str) -> bool:
+    """Whether a moment is written as a time (which another cluster's pages can take; an offset is per cluster)."""
+    try:
+        return not inputs.moment("at", text).is_offset
+    except inputs.InputError:
+        return False
 
 
 def cluster_in_path(request: Request) -> str | None:
@@ -214,7 +224,7 @@ def page_router(settings: Any) -> APIRouter:
 
     @router.get("/clusters/{cluster}/image")
     def image(request: Request, cluster: str, q: str | None = None, sort: str | None = None, desc: bool = False,
-              page: int = 1) -> Response:
+              page: Page = 1) -> Response:
         explorer = served.explorer(cluster)
         offset = explorer.offset(request.query_params.get("at"))
         view = explorer.image(offset)
@@ -230,7 +240,7 @@ def page_router(settings: Any) -> APIRouter:
 
     @router.get("/clusters/{cluster}/image/{table}")
     def table(request: Request, cluster: str, table: str, q: str | None = None, sort: str | None = None,
-              desc: bool = False, page: int = 1, size: int = 100) -> Response:
+              desc: bool = False, page: Page = 1, size: Size = 100) -> Response:
         explorer = served.explorer(cluster)
         if table == "topics":
             return RedirectResponse(Links(explorer.cluster, request.query_params.get("at")).image(), status_code=307)
@@ -242,8 +252,8 @@ def page_router(settings: Any) -> APIRouter:
                       columns=TABLES[table].schema.names)
 
     @router.get("/clusters/{cluster}/topics/{topic}")
-    def topic(request: Request, cluster: str, topic: str, only: str | None = None, page: int = 1,
-              size: int = 100) -> Response:
+    def topic(request: Request, cluster: str, topic: str, only: str | None = None, page: Page = 1,
+              size: Size = 100) -> Response:
         explorer = served.explorer(cluster)
         offset = explorer.offset(request.query_params.get("at"))
         summary = explorer.topic_ids(offset, topic).to_pylist()[0]
@@ -254,7 +264,7 @@ def page_router(settings: Any) -> APIRouter:
 
     @router.get("/clusters/{cluster}/changes")
     def changes(request: Request, cluster: str, table: str | None = None, q: str | None = None,
-                page: int = 1) -> Response:
+                page: Page = 1) -> Response:
         explorer = served.explorer(cluster)
         params = request.query_params
         last = explorer.reader.published_range()[1]
@@ -268,7 +278,7 @@ def page_router(settings: Any) -> APIRouter:
                       start_time=iso_time(explorer.time_of(start)))
 
     @router.get("/clusters/{cluster}/history/{table}")
-    def history(request: Request, cluster: str, table: str, key: str = "", page: int = 1) -> Response:
+    def history(request: Request, cluster: str, table: str, key: str = "", page: Page = 1) -> Response:
         explorer = served.explorer(cluster)
         if table not in TABLES:
             raise NotFound(f"no table {table!r}; tables: {', '.join(TABLES)}")

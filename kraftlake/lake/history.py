@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kraftlake import inputs
 from kraftlake.image_schema.json_text import JSON_LINES, TEXT, concat, objects_text, values_text
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.errors import UnknownKeyError
@@ -79,16 +80,17 @@ class KeyParser:
         text = key_text.strip()
         match table:
             case "brokers":
-                return AnyOf.of([[Where("broker_id", "=", self._int(text, "a broker id"))]])
+                return AnyOf.of([[Where("broker_id", "=", self._int(text, table, "broker_id", "a broker id"))]])
             case "controllers":
-                return AnyOf.of([[Where("controller_id", "=", self._int(text, "a controller id"))]])
+                return AnyOf.of([[Where("controller_id", "=", self._int(text, table, "controller_id",
+                                                                       "a controller id"))]])
             case "topics":
                 return AnyOf.of([[Where("topic_id", "=", topic_id)] for topic_id in self.topic_ids(text)])
             case "partitions":
                 topic, _, partition = text.rpartition("-")
                 if not topic:
                     raise UnknownKeyError(self.uri, f"{text!r}: a partition is written topic-partition, e.g. orders-3")
-                number = self._int(partition, "a partition number")
+                number = self._int(partition, table, "partition_id", "a partition number")
                 return AnyOf.of([[Where("topic_id", "=", t), Where("partition_id", "=", number)]
                                  for t in self.topic_ids(topic)])
             case "configs":
@@ -107,14 +109,18 @@ class KeyParser:
                 return AnyOf.of([[Where("user", "=", user), *mechanisms]])
             case _:
                 column = TABLES[table].schema.field(TABLES[table].key[0])
-                value: str | int = self._int(text, f"a {column.name}") if pa.types.is_integer(column.type) else text
+                value: str | int = self._int(text, table, column.name, f"a {column.name}") \
+                    if pa.types.is_integer(column.type) else text
                 return AnyOf.of([[Where(column.name, "=", value)]])
 
-    def _int(self, text: str, what: str) -> int:
+    def _int(self, text: str, table: str, column: str, what: str) -> int:
+        """An integer key within its column's type (a broker id is an int32): `kraftlake.inputs`' rule."""
+        kind = TABLES[table].schema.field(column).type
+        bound = 2 ** (kind.bit_width - 1)
         try:
-            return int(text)
-        except ValueError:
-            raise UnknownKeyError(self.uri, f"{text!r}: expected {what}") from None
+            return inputs.integer("key", text, -bound, bound - 1, what)
+        except inputs.InputError as error:
+            raise UnknownKeyError(self.uri, str(error)) from None
 
 
 CHANGES = ("insert", "update", "delete")

@@ -93,3 +93,30 @@ def test_the_edges_answer_the_same_in_every_command(spark, warehouse: Warehouse,
                          "--table", "features")
     assert code == 0 and lines
     assert sql(capsys, uri, "--at-offset", str(END_TRANSACTION))["features"] == 1
+
+
+BAD_NUMBERS = ["²", "١٢", "1_0", "9223372036854775808", "9" * 5000, "-5"]
+
+
+@pytest.mark.parametrize("bad", BAD_NUMBERS, ids=["superscript", "arabic-indic", "underscore", "int64+1", "5000-digits",
+                                                  "negative"])
+def test_a_bad_offset_time_or_key_is_one_line_naming_the_flag(warehouse: Warehouse, capsys: pytest.CaptureFixture,
+                                                              bad: str) -> None:
+    """Every flag that takes an offset, a time or an integer key parses it by `kraftlake.inputs`' one rule:
+    exit 2 and one line naming the flag (no traceback, no digit of another script read as a number)."""
+    uri = warehouse.uri
+    commands = [
+        (["image", "--at-offset", bad], "--at-offset"),
+        (["changes", "--from", "0", "--to", bad], "--to"),
+        (["history", "--table", "brokers", "--key", "1", "--from", bad], "--from"),
+        (["sql", "--at-offset", bad, "SELECT 1"], "--at-offset"),
+    ]
+    if bad != "-5":  # a negative epoch time is a time (before 1970), a negative broker id a key
+        commands += [(["image", "--at-time", bad], "--at-time"),
+                     (["changes", "--from-time", bad, "--to", "1"], "--from-time"),
+                     (["history", "--table", "brokers", "--key", bad], "key"),
+                     (["history", "--table", "partitions", "--key", f"orders-{bad}"], "key")]
+    for argv, flag in commands:
+        code, out, err = run(capsys, argv[0], "--warehouse", uri, *argv[1:])
+        assert (code, out) == (2, ""), (argv, err)
+        assert len(err.splitlines()) == 1 and f"{flag} {bad[:40]!r}"[:-1] in err, (argv, err)

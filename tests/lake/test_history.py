@@ -89,8 +89,13 @@ def test_unknown_keys_are_named(warehouse: Warehouse) -> None:
         WarehouseReader(warehouse).history("partitions", "nope-0")
     with pytest.raises(UnknownKeyError, match="topic-partition"):
         WarehouseReader(warehouse).history("partitions", "7")
-    with pytest.raises(UnknownKeyError, match="expected a broker id"):
+    with pytest.raises(UnknownKeyError, match="key 'one': a broker id is written in the digits 0-9"):
         WarehouseReader(warehouse).history("brokers", "one")
+    # a broker id is its column's int32 (beyond it, pyarrow's comparison raised a TypeError); no other digits
+    with pytest.raises(UnknownKeyError, match="key '2147483648': a broker id is from -2147483648 to 2147483647"):
+        WarehouseReader(warehouse).history("brokers", "2147483648")
+    with pytest.raises(UnknownKeyError, match="digits 0-9"):
+        WarehouseReader(warehouse).history("partitions", "orders-²")
 
 
 def test_changes_lines_equal_the_images_either_side(warehouse: Warehouse) -> None:

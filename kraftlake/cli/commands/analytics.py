@@ -9,7 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from kraftlake.cli.commands.warehouse import lake_errors, open_reader, parse_time
+from kraftlake.cli.commands.warehouse import lake_errors, offset_at, open_reader
 from kraftlake.cli.config import add_warehouse_arguments
 from kraftlake.cli.errors import UserFacingError
 
@@ -20,7 +20,7 @@ def register(subparsers: Any) -> None:
     sql = subparsers.add_parser("sql", help="Spark SQL over every table of a warehouse (and the summary views)")
     add_warehouse_arguments(sql)
     at = sql.add_mutually_exclusive_group()
-    at.add_argument("--at-offset", type=int, metavar="N", help="sub-image tables as of this offset")
+    at.add_argument("--at-offset", metavar="N", help="sub-image tables as of this offset")
     at.add_argument("--at-time", metavar="T", help="sub-image tables as of this time (epoch ms or ISO-8601)")
     sql.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     sql.add_argument("--fleet", type=Path, metavar="FLEET_TOML",
@@ -47,7 +47,7 @@ def register(subparsers: Any) -> None:
 
 
 def _session_with_views(
-    args: argparse.Namespace, reader: Any, at_offset: int | None = None, at_time: str | None = None
+    args: argparse.Namespace, reader: Any, at_offset: str | None = None, at_time: str | None = None
 ) -> Any:
     """A Spark session with the views of the image at `at_offset` or `at_time` (the reader's rule; None:
     the last published image)."""
@@ -55,7 +55,8 @@ def _session_with_views(
     from kraftlake.jobs.materialize import local_spark
 
     with lake_errors(reader.uri):
-        offset = at_offset if at_time is None else reader.offset_at(parse_time(at_time))
+        offset = None if at_offset is None and at_time is None else \
+            offset_at(reader, "--at-offset", at_offset, "--at-time", at_time)
         if offset is not None:
             reader.answer(offset)  # an offset no image answers is refused before Spark starts
         spark = local_spark("kraftlake-sql", short_lived=True)
@@ -109,9 +110,10 @@ def run_report(args: argparse.Namespace) -> int:
     from kraftlake.cli.commands.history import offset_or_time
 
     reader = open_reader(args)
+    with lake_errors(reader.uri):  # the window is checked before Spark starts
+        window = offset_or_time(reader, "--from", args.from_), offset_or_time(reader, "--to", args.to)
     spark = _session_with_views(args, reader)
     with lake_errors(reader.uri):
-        window = offset_or_time(reader, args.from_), offset_or_time(reader, args.to)
         path = write_report(spark, reader, args.out, *window)
     print(path)
     return 0

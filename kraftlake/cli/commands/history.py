@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from kraftlake.cli.commands.warehouse import lake_errors, open_reader, parse_time
+from kraftlake.cli.commands.warehouse import lake_errors, open_reader
 from kraftlake.cli.config import add_warehouse_arguments
 from kraftlake.lake.history import gap_note
 
@@ -28,14 +28,15 @@ def register(subparsers: Any) -> None:
     history.set_defaults(handler=run_history)
 
 
-def offset_or_time(reader: Any, text: str | None) -> int | None:
-    """An integer is an offset; anything else is an ISO-8601 time, turned into an offset by the reader's one
-    rule (`WarehouseReader.offset_at`)."""
+def offset_or_time(reader: Any, flag: str, text: str | None) -> int | None:
+    """Digits are an offset; anything else is an ISO-8601 time, turned into an offset by the reader's one
+    rule (`WarehouseReader.offset_at`); both by `kraftlake.inputs`' rule."""
+    from kraftlake import inputs
+
     if text is None:
         return None
-    if text.lstrip("-").isdigit():
-        return int(text)
-    return int(reader.offset_at(parse_time(text)))
+    found = inputs.moment(flag, text, low=-1)
+    return found.value if found.is_offset else int(reader.offset_at(found.value))
 
 
 def run_history(args: argparse.Namespace) -> int:
@@ -43,7 +44,7 @@ def run_history(args: argparse.Namespace) -> int:
 
     reader = open_reader(args)
     with lake_errors(reader.uri):
-        window = offset_or_time(reader, args.from_), offset_or_time(reader, args.to)
+        window = offset_or_time(reader, "--from", args.from_), offset_or_time(reader, "--to", args.to)
         versions = reader.history(args.table, args.key, *window)
     for version in versions:
         if args.json:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kraftlake import inputs
 from kraftlake.cli.errors import UserFacingError
 from kraftlake.records.errors import RecordFormatError
 from kraftlake.replay.canonical import provenance_json
@@ -21,14 +22,15 @@ from kraftlake.replay.log_replay import ReplayResult, replay_paths
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("replay", help="replay metadata files into an image", description=__doc__)
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH")
-    parser.add_argument("--to-offset", type=int, metavar="N", help="the image at offset N (default: the end)")
+    parser.add_argument("--to-offset", metavar="N", help="the image at offset N (default: the end)")
     parser.add_argument("--json", action="store_true", help="print the canonical image JSON")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        result = replay_paths(args.paths, args.to_offset)
+        to_offset = None if args.to_offset is None else inputs.offset("--to-offset", args.to_offset)
+        result = replay_paths(args.paths, to_offset)
     except (RecordFormatError, ReplayError) as error:
         raise UserFacingError(str(error)) from None
     if args.json:

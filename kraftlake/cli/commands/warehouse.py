@@ -9,7 +9,6 @@ import argparse
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ def register(subparsers: Any) -> None:
     image = subparsers.add_parser("image", help="the metadata image at an offset or a time, from a warehouse")
     add_warehouse_arguments(image)
     at = image.add_mutually_exclusive_group(required=True)
-    at.add_argument("--at-offset", type=int, metavar="N")
+    at.add_argument("--at-offset", metavar="N")
     at.add_argument("--at-time", metavar="T", help="epoch milliseconds or an ISO-8601 time (UTC if no zone)")
     image.add_argument("--table", help="print this table's rows as JSON lines")
     image.add_argument("--json", action="store_true", help="print the canonical image JSON")
@@ -36,10 +35,10 @@ def register(subparsers: Any) -> None:
     changes = subparsers.add_parser("changes", help="what changed between two offsets or times, per table")
     add_warehouse_arguments(changes)
     start = changes.add_mutually_exclusive_group(required=True)
-    start.add_argument("--from", dest="from_offset", type=int, metavar="A")
+    start.add_argument("--from", dest="from_offset", metavar="A", help="an offset (-1: from the start)")
     start.add_argument("--from-time", metavar="T", help="epoch milliseconds or an ISO-8601 time (UTC if no zone)")
     end = changes.add_mutually_exclusive_group(required=True)
-    end.add_argument("--to", dest="to_offset", type=int, metavar="B")
+    end.add_argument("--to", dest="to_offset", metavar="B")
     end.add_argument("--to-time", metavar="T")
     changes.add_argument("--table", help="only this table")
     changes.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
@@ -108,17 +107,16 @@ def run_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
-def parse_time(text: str) -> int:
-    """Epoch milliseconds from digits or ISO-8601 text."""
-    if text.lstrip("-").isdigit():
-        return int(text)
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise UserFacingError(f"--at-time {text!r}: not epoch milliseconds nor an ISO-8601 time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
+def offset_at(reader: Any, offset_flag: str, offset_text: str | None, time_flag: str, time_text: str | None,
+              low: int = 0) -> int:
+    """The offset one of a pair of flags names (`--at-offset N` or `--at-time T`), by `kraftlake.inputs`' rule;
+    a time becomes an offset by the reader's (`WarehouseReader.offset_at`)."""
+    from kraftlake import inputs
+
+    if time_text is None:
+        assert offset_text is not None, "argparse requires one of the two"
+        return inputs.offset(offset_flag, offset_text, low)
+    return int(reader.offset_at(inputs.epoch_or_iso_time(time_flag, time_text)))
 
 
 def run_image(args: argparse.Namespace) -> int:
@@ -128,7 +126,7 @@ def run_image(args: argparse.Namespace) -> int:
 
     reader = open_reader(args)
     with lake_errors(reader.uri):
-        offset = args.at_offset if args.at_offset is not None else reader.offset_at(parse_time(args.at_time))
+        offset = offset_at(reader, "--at-offset", args.at_offset, "--at-time", args.at_time)
         image = reader.image_at(offset)
     if args.json:
         write_chunks(image.canonical_chunks(), sys.stdout)
@@ -154,8 +152,8 @@ def run_changes(args: argparse.Namespace) -> int:
 
     reader = open_reader(args)
     with lake_errors(reader.uri):
-        start = args.from_offset if args.from_time is None else reader.offset_at(parse_time(args.from_time))
-        end = args.to_offset if args.to_time is None else reader.offset_at(parse_time(args.to_time))
+        start = offset_at(reader, "--from", args.from_offset, "--from-time", args.from_time, low=-1)
+        end = offset_at(reader, "--to", args.to_offset, "--to-time", args.to_time, low=-1)
         if end < start:
             raise UserFacingError(f"the end (offset {end}) is before the start (offset {start})")
         changes = reader.changes(start, end)
