@@ -10,7 +10,7 @@ JARS := build/jars
 JAR_STAMPS := $(JARS)/kafka/.fetched $(JARS)/kafka-shell/.fetched $(JARS)/spark/.fetched
 ORACLE := $(JARS)/oracle/classes/.compiled
 
-.PHONY: run test test-long check docs lint typecheck bench clean install jars fuzz
+.PHONY: run test test-long check docs lint typecheck bench clean install jars fuzz config-types
 
 install: $(STAMP) jars
 
@@ -37,6 +37,11 @@ $(ORACLE): $(wildcard java/oracle/src/*.java) $(JARS)/kafka/.fetched
 	rm -rf $(JARS)/oracle/classes && mkdir -p $(JARS)/oracle/classes
 	test -z "$(wildcard java/oracle/src/*.java)" || javac -d $(JARS)/oracle/classes -cp '$(JARS)/kafka/*' $(wildcard java/oracle/src/*.java)
 	touch $@
+
+# Kafka's config definitions, which say which config values are secret (kraftlake/records/config_secrecy.py),
+# written from Kafka's jars; tests/records/test_config_secrecy.py fails when the kept file differs from them.
+config-types: $(ORACLE)
+	java -cp '$(JARS)/oracle/classes:$(JARS)/kafka/*' kraftlake.oracle.KafkaConfigTypes > kraftlake/records/kafka_config_types.tsv
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -31,6 +31,7 @@ class RowVersion(NamedTuple):
 
 RowReader = Callable[[MetadataDelta, Key], Values | None]
 ROW_READERS: dict[str, RowReader] = {name: spec.row for name, spec in TABLES.items()}
+_HIDES_CHANGE = {name: spec.hides_change for name, spec in TABLES.items() if spec.hides_change is not None}
 _new_version = tuple.__new__  # RowVersion without its Python-level __new__: one per row of a bootstrap
 
 TOUCHED_ROWS: dict[type, TouchedRows] = {
@@ -66,6 +67,11 @@ def diff_images(before: MetadataImage, after: MetadataImage, offset: int,
     return versions
 
 
+def _hides_change(table: str, row: Values) -> bool:
+    hides = _HIDES_CHANGE.get(table)
+    return hides is not None and hides(row)
+
+
 VOTER_TABLES = tuple(name for name, spec in TABLES.items() if spec.sub_image == "voters")
 
 
@@ -92,7 +98,7 @@ class ChangeRecorder:
         append = self._versions.append
         for (table, key), (read, was) in self._pending.items():
             now = read(delta, key)
-            if now != was:
+            if now != was or (now is not None and _hides_change(table, now)):
                 append(_new_version(RowVersion, (table, key, now, offset)))
         self._pending.clear()
         self._versions.extend(diff_images(before, after, offset, VOTER_TABLES))

@@ -1,4 +1,5 @@
-"""The configs table: one row per (resource, config name); sensitive values are written "[redacted]"."""
+"""The configs table: one row per (resource, config name); a secret's value (Kafka's rule,
+`kraftlake.records.config_secrecy`) is written "[redacted]": that it changed, and when, stays visible."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pyarrow as pa
 
 from kraftlake.image_schema.spec import Key, Row, SubImageTables, TableRows, dict_table, grouped
 from kraftlake.records import metadata_types as mt
-from kraftlake.replay.canonical import config_value
+from kraftlake.replay.canonical import REDACTED, config_value
 from kraftlake.replay.configs import RESOURCE_TYPE_NAMES, ConfigResource, ConfigurationsImage
 from kraftlake.replay.delta import MetadataDelta
 from kraftlake.replay.image import MetadataImage
@@ -32,7 +33,7 @@ def config_row(resource: ConfigResource, name: str, value: str) -> Row:
         "resource_type": config_resource_type(resource),
         "resource_name": resource.resource_name,
         "name": name,
-        "value": config_value(name, value),
+        "value": config_value(resource, name, value),
     }
 
 
@@ -74,6 +75,7 @@ CONFIGS = SubImageTables(
             ]),
             _config_rows,
             _config_row,
+            lambda row: row["value"] == REDACTED,
         ),
     ),
     {mt.ConfigRecord: _touched},

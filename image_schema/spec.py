@@ -39,6 +39,9 @@ class TableSpec:
     schema: pa.Schema
     image_rows: Callable[[MetadataImage], Iterator[tuple[Key, Values]]]
     row: Callable[[MetadataDelta, Key], Values | None]
+    # Whether a row hides what its record set (a secret's "[redacted]"): a record touching such a row is a new
+    # version even when the row reads the same, so that a secret changed, and when, stays in the history.
+    hides_change: Callable[[Values], bool] | None = None
 
     @cached_property
     def _key_positions(self) -> tuple[int, ...]:
@@ -79,6 +82,7 @@ def dict_table(
     schema: pa.Schema,
     dict_rows: Callable[[MetadataImage], Iterator[tuple[Key, Row]]],
     dict_row: Callable[[MetadataDelta, Key], Row | None],
+    hides_change: Callable[[Row], bool] | None = None,
 ) -> TableSpec:
     """A small table whose rows are built as dicts (readable), handed out as `Values`."""
 
@@ -90,7 +94,10 @@ def dict_table(
         found = dict_row(delta, row_key)
         return None if found is None else tuple(found[column] for column in schema.names)
 
-    return TableSpec(name, sub_image, key, schema, image_rows, row)
+    def hidden(values: Values) -> bool:
+        return hides_change is not None and hides_change(dict(zip(schema.names, values, strict=True)))
+
+    return TableSpec(name, sub_image, key, schema, image_rows, row, None if hides_change is None else hidden)
 
 
 def single(table: str, key: Callable[[Any], Key]) -> TouchedRows:

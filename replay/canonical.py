@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftlake.records.json_form import is_sensitive_config
+from kraftlake.records.config_secrecy import is_secret_config
 from kraftlake.replay.acls import StandardAcl
 from kraftlake.replay.client_quotas import QuotaEntity
 from kraftlake.replay.cluster import BrokerRegistration, ControllerRegistration, Endpoint, FeatureRange
-from kraftlake.replay.configs import RESOURCE_TYPE_NAMES
+from kraftlake.replay.configs import RESOURCE_TYPE_NAMES, ConfigResource
 from kraftlake.replay.delegation_tokens import DelegationToken
 from kraftlake.replay.fields import camel_case, plain
 from kraftlake.replay.image import MetadataImage, Provenance
@@ -40,7 +40,7 @@ def canonical_sections(image: MetadataImage) -> dict[str, Any]:
         "controllers": {str(k): controller_json(v) for k, v in image.cluster.controllers.items()},
         "configs": {
             f"{RESOURCE_TYPE_NAMES.get(resource.resource_type, resource.resource_type)}:{resource.resource_name}": {
-                name: config_value(name, value) for name, value in configs.items()
+                name: config_value(resource, name, value) for name, value in configs.items()
             }
             for resource, configs in image.configs.resources.items()
         },
@@ -70,8 +70,9 @@ def provenance_json(provenance: Provenance) -> dict[str, Any]:
     }
 
 
-def config_value(name: str, value: str) -> str:
-    return REDACTED if is_sensitive_config(name) else value
+def config_value(resource: ConfigResource, name: str, value: str) -> str:
+    """The value as kraftlake shows and keeps it: a secret by Kafka's rule is never more than "[redacted]"."""
+    return REDACTED if is_secret_config(resource.resource_type, name) else value
 
 
 def quota_entity_text(entity: QuotaEntity) -> str:

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from kraftlake.records.config_secrecy import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC
 from kraftlake.replay.mapping import EMPTY, empty_map, merged
 
-TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 RESOURCE_TYPE_NAMES = {
     TOPIC: "topic",
     BROKER: "broker",

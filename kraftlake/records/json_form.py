@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from kraftlake.records.config_secrecy import is_secret_config
 from kraftlake.records.schema import Array, Field, GeneratedRecord, Primitive, StructSchema
 
 REDACTED = "[redacted]"
@@ -19,13 +20,6 @@ UNKNOWN_TAGGED_FIELDS = "_unknownTaggedFields"
 _SECRET_FIELDS: dict[str, frozenset[str]] = {
     "UserScramCredentialRecord": frozenset({"salt", "stored_key", "server_key"}),
 }
-_SENSITIVE_NAME_PARTS = ("password", "secret", "jaas")
-
-
-def is_sensitive_config(name: str) -> bool:
-    """Whether a config named `name` holds a secret (passwords, JAAS configs, private keys)."""
-    lowered = name.lower()
-    return any(part in lowered for part in _SENSITIVE_NAME_PARTS) or lowered.endswith(".key")
 
 
 def message_to_json(message: Any, version: int, *, redact: bool = True) -> dict[str, Any]:
@@ -51,8 +45,8 @@ def _struct_to_json(schema: StructSchema, message: Any, version: int, redact: bo
             out[f.json_name] = REDACTED
         else:
             out[f.json_name] = _value_to_json(f.type, value, version, redact)
-    if redact and schema.name == "ConfigRecord" and out.get("value") is not None and is_sensitive_config(
-        message.name
+    if redact and schema.name == "ConfigRecord" and out.get("value") is not None and is_secret_config(
+        message.resource_type, message.name
     ):
         out["value"] = REDACTED
     if message.unknown_tagged_fields:

@@ -37,8 +37,8 @@ from kraftlake.lake.errors import TimeTravelError
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.records import RecordBatch
 from kraftlake.records import metadata_types as mt
+from kraftlake.records.config_secrecy import is_secret_config
 from kraftlake.records.files import METADATA_PARTITION_DIR, LogReader
-from kraftlake.records.json_form import is_sensitive_config
 from kraftlake.replay.delta import MetadataDelta
 from kraftlake.replay.image import EMPTY_IMAGE, SUB_IMAGES, MetadataImage
 from kraftlake.replay.loader import BatchLoader, Manifest
@@ -448,7 +448,8 @@ def redactable(record_type: str, data: dict[str, Any], hidden: set[str]) -> bool
     """Whether kraftlake's dump may hide exactly `hidden`: SCRAM secrets, or a sensitive config's value."""
     if record_type == "USER_SCRAM_CREDENTIAL_RECORD":
         return hidden <= {"salt", "storedKey", "serverKey"}
-    return record_type == "CONFIG_RECORD" and hidden == {"value"} and is_sensitive_config(data["name"])
+    return (record_type == "CONFIG_RECORD" and hidden == {"value"}
+            and is_secret_config(data["resourceType"], data["name"]))
 
 
 _SHELL_PARTITION = re.compile(r"PartitionRegistration\(replicas=\[(.*?)\], .*?isr=\[(.*?)\], .*?leader=(-?\d+), "

@@ -12,7 +12,7 @@ import pytest
 
 from kraftlake.records import control_types, framing
 from kraftlake.records import metadata_types as mt
-from kraftlake.records.json_form import REDACTED, is_sensitive_config, message_from_json, message_to_json
+from kraftlake.records.json_form import REDACTED, message_from_json, message_to_json
 
 BY_TYPE_NAME = {schema.cls.TYPE_NAME: schema.cls for schema in mt.SCHEMAS}
 PAYLOAD = re.compile(r"(?:valueSize: (\d+) .*)?payload: (\{.*\})\s*$")
@@ -140,25 +140,25 @@ def test_scram_credentials_are_redacted_by_default() -> None:
     assert message_from_json(mt.UserScramCredentialRecord, clear, 0) == record
 
 
-@pytest.mark.parametrize("name", [
-    "ssl.keystore.password", "sasl.jaas.config", "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config",
-    "ssl.key.password", "ssl.keystore.key", "some.client.SECRET", "PASSWORD",
+@pytest.mark.parametrize(("resource_type", "name"), [
+    (4, "ssl.keystore.password"), (4, "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config"),
+    (4, "ssl.truststore.certificates"), (4, "custom.plugin.timeout"), (2, "log.retention.ms"), (99, "retention.ms"),
 ])
-def test_sensitive_config_values_are_redacted(name: str) -> None:
-    assert is_sensitive_config(name)
-    record = mt.ConfigRecord(resource_type=4, resource_name="1", name=name, value="hunter2")
+def test_secret_config_values_are_redacted(resource_type: int, name: str) -> None:
+    record = mt.ConfigRecord(resource_type=resource_type, resource_name="1", name=name, value="hunter2")
     data = message_to_json(record, 0)
     assert data["value"] == REDACTED and "hunter2" not in json.dumps(data)
     assert data["name"] == name
     assert message_to_json(record, 0, redact=False)["value"] == "hunter2"
 
 
-@pytest.mark.parametrize("name", ["retention.ms", "ssl.keystore.type", "cleanup.policy", "ssl.key", "keystore"])
-def test_ordinary_config_values_are_kept(name: str) -> None:
-    expected_sensitive = name.endswith(".key")
-    assert is_sensitive_config(name) == expected_sensitive
-    data = message_to_json(mt.ConfigRecord(name=name, value="v"), 0)
-    assert data["value"] == (REDACTED if expected_sensitive else "v")
+@pytest.mark.parametrize(("resource_type", "name"), [
+    (2, "retention.ms"), (4, "log.retention.ms"), (4, "listener.name.external.ssl.keystore.type"),
+    (8, "kafka.server.ReplicaManager"), (16, "metrics"),
+])
+def test_ordinary_config_values_are_kept(resource_type: int, name: str) -> None:
+    data = message_to_json(mt.ConfigRecord(resource_type=resource_type, name=name, value="v"), 0)
+    assert data["value"] == "v"
 
 
 def test_deleted_sensitive_config_stays_null() -> None:

@@ -44,7 +44,8 @@ def register(subparsers: Any) -> None:
     changes.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     changes.set_defaults(handler=run_changes)
 
-    maintain = subparsers.add_parser("maintain", help="compact, checkpoint and vacuum every table of a warehouse")
+    maintain = subparsers.add_parser("maintain",
+                                     help="redact secrets an older kraftlake kept; compact, checkpoint, vacuum")
     add_warehouse_arguments(maintain)
     maintain.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
     maintain.add_argument("--retention-hours", type=int, metavar="H",
@@ -171,6 +172,7 @@ def run_changes(args: argparse.Namespace) -> int:
 def run_maintain(args: argparse.Namespace) -> int:
     from kraftlake.lake.errors import not_a_warehouse
     from kraftlake.lake.maintenance import TableReport, maintain
+    from kraftlake.lake.secrets import scrub
 
     warehouse = open_warehouse(args)
     if not warehouse.exists():
@@ -181,5 +183,9 @@ def run_maintain(args: argparse.Namespace) -> int:
         print(f"{report.table:<28} files {before:>5} -> {after:<5} vacuumed {report.vacuumed}")
 
     with store_errors(warehouse.uri):
+        for scrubbed in scrub(warehouse):
+            configs = ", ".join(f"{kind} {name}" for kind, name in scrubbed.configs)
+            print(f"{scrubbed.table}: {scrubbed.rows} secret value(s) redacted ({configs}); the files and log "
+                  "entries that held them deleted")
         maintain(warehouse, retention_hours=args.retention_hours, progress=show)
     return 0
