@@ -11,6 +11,7 @@ Host names stop a web page from reaching a loopback server through DNS rebinding
 from __future__ import annotations
 
 import hmac
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -57,7 +58,7 @@ from kraftlake.explorer.service import MAX_PAGE_SIZE, Explorer
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.errors import LakeError, TimeTravelError, UnknownKeyError
 from kraftlake.lake.history import iso_time
-from kraftlake.lake.store_errors import store_failure
+from kraftlake.lake.store_errors import is_store_error
 
 API = "/api/v1"
 STATIC = Path(__file__).parent / "static"
@@ -66,6 +67,7 @@ EVENTS_SHOWN = 1000
 BUCKETS = 1000  # points per series when zoomed out: about one per pixel of a wide screen
 PROBLEM = "application/problem+json"
 DETAIL_CHARS = 600
+LOG = logging.getLogger("kraftlake.explorer")  # `kraftlake ui` prints it on stderr
 
 
 FLEET_SERIES = ("offline", "under_min_isr")  # the timeline's own series a fleet row shows (and fenced brokers)
@@ -93,17 +95,26 @@ def one_line(text: str) -> str:
     return " ".join(str(text).split())[:DETAIL_CHARS]
 
 
-def problem_for(error: Exception) -> tuple[int, str, str] | None:
-    """(status, title, one-line detail) of an error a request may meet; None: a bug (500)."""
+def problem_for(error: Exception, cluster: str | None) -> tuple[int, str, str] | None:
+    """(status, title, one-line detail) of an error a request may meet; None: a bug (500). The detail names
+    the cluster, never the warehouse's location (a path or URI of the server's): the server logs that."""
+    named = f"cluster {cluster}: " if cluster else ""
     if isinstance(error, ExplorerError | inputs.InputError):
         return getattr(error, "status", 400), getattr(error, "title", "Bad request"), one_line(str(error))
     if isinstance(error, TimeTravelError | UnknownKeyError):
-        return 404, "Not in the history", one_line(str(error))
+        return 404, "Not in the history", one_line(named + error.reason)
     if isinstance(error, LakeError):
-        return 409, "Warehouse refused", one_line(str(error))
-    if isinstance(error, Exception) and (line := store_failure("", error)) is not None:
-        return 502, "Store unavailable", one_line(line.removeprefix("warehouse : "))
+        return 409, "Warehouse refused", one_line(named + error.reason)
+    if is_store_error(error):
+        return 502, "Store unavailable", f"{named}the warehouse's store failed or refused a read (the server's log " \
+            "has the cause)"
     return None
+
+
+def cluster_of(request: Request) -> str | None:
+    """The cluster a request's path names (`/clusters/{c}/…`, `/api/v1/clusters/{c}/…`)."""
+    parts = request.url.path.removeprefix(API).split("/")
+    return parts[2] if len(parts) > 2 and parts[1] == "clusters" and parts[2] else None
 
 
 def problem_response(status: int, title: str, detail: str) -> JSONResponse:
@@ -145,7 +156,7 @@ def api_router(settings: Settings) -> APIRouter:
 
     @router.get("/clusters", response_model=list[Cluster], tags=["clusters"])
     def clusters() -> list[Cluster]:
-        return [Cluster(name=m.name, warehouse=m.explorer.reader.uri, labels=m.labels) for m in served.members()]
+        return [Cluster(name=m.name, labels=m.labels) for m in served.members()]
 
     @router.get("/fleet", response_model=FleetOut, tags=["fleet"])
     def fleet(from_: WindowStart = None, to: WindowEnd = None,
@@ -354,8 +365,9 @@ def fleet_timeline(served: Clusters, member: Member) -> tl.Timeline | tuple[str,
     except NoHistory as error:
         return "no history yet", str(error)
     except (LakeError, OSError, DeltaError) as error:  # one cluster's store failing leaves the others drawn
-        found = problem_for(error)
-        return "unavailable", found[2] if found else one_line(str(error))
+        LOG.warning("cluster %s: %s", member.name, error)
+        found = problem_for(error, member.name)
+        return "unavailable", found[2] if found else f"cluster {member.name}: unavailable (the server's log has why)"
 
 
 def fleet_row(member: Member, line: tl.Timeline | tuple[str, str], window: tuple[int, int]) -> FleetRow:
@@ -421,9 +433,12 @@ def create_app(settings: Settings) -> FastAPI:
         return no_history_page(request, settings, one_line(str(error)))
 
     async def expected(request: Request, error: Exception) -> Response:
-        known_problem = problem_for(error)
+        known_problem = problem_for(error, cluster_of(request))
         if known_problem is None:
-            return await refused(request, 500, "Internal error", one_line(f"{type(error).__name__}: {error}"))
+            LOG.error("%s %s", request.method, request.url.path, exc_info=error)
+            return await refused(request, 500, "Internal error", "an internal error (the server's log has it)")
+        if not isinstance(error, ExplorerError | inputs.InputError):  # the lake's and the store's name a location
+            LOG.info("%s %s: %s", request.method, request.url.path, one_line(str(error)))
         return await refused(request, *known_problem)
 
     # a store's failures come as OSError or DeltaError
@@ -444,7 +459,8 @@ def create_app(settings: Settings) -> FastAPI:
                 redirect = RedirectResponse(str(target), status_code=303)
                 redirect.set_cookie(TOKEN_COOKIE, settings.token, httponly=True, samesite="strict")
                 return redirect
-            bearer = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+            scheme, _, credentials = request.headers.get("authorization", "").strip().partition(" ")
+            bearer = credentials.strip() if scheme.lower() == "bearer" else ""  # a case-insensitive scheme (RFC 9110)
             cookie = request.cookies.get(TOKEN_COOKIE, "")
             if not any(hmac.compare_digest(c.encode(), settings.token.encode()) for c in (bearer, cookie) if c):
                 return problem_response(401, "Token missing or wrong", "this explorer needs its access token: "

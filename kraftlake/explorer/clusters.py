@@ -97,12 +97,12 @@ class FleetClusters:
         self._refresh()
         member = self._members.get(name)
         if member is None:
-            raise NotFound(f"no cluster {name!r} in {self.path}; clusters: {', '.join(self._members)}")
+            raise NotFound(f"no cluster {name!r}; clusters: {', '.join(self._members)}")
         if name not in self._with_history:
             try:
                 member.explorer.reader.published_range()
             except TimeTravelError as error:  # no warehouse yet, or none of its images published yet
-                raise NoHistory(f"cluster {name}: no history yet ({error})") from None
+                raise NoHistory(f"cluster {name}: no history yet ({error.reason})") from None
             self._with_history.add(name)
         return member.explorer
 

@@ -21,7 +21,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from kraftlake import inputs
-from kraftlake.explorer.app import Page, Size
+from kraftlake.explorer.app import Page, Size, cluster_of
 from kraftlake.explorer.clusters import Clusters
 from kraftlake.explorer.errors import NotFound
 from kraftlake.explorer.service import Explorer
@@ -147,15 +147,10 @@ def is_time(text: str) -> bool:
         return False
 
 
-def cluster_in_path(request: Request) -> str | None:
-    parts = request.url.path.split("/")
-    return parts[2] if len(parts) > 2 and parts[1] == "clusters" and parts[2] else None
-
-
 def error_page(request: Request, settings: Any, status: int, title: str, detail: str) -> Response:
     served: Clusters = settings.clusters
     names = [m.name for m in served.members()]
-    cluster = cluster_in_path(request) if served.is_fleet else names[0]
+    cluster = cluster_of(request) if served.is_fleet else names[0]
     context = frame(request, served, cluster if cluster in names else None, "", None)
     return render("error.html.j2", status=status, title=title, detail=detail, **context)
 
@@ -163,7 +158,7 @@ def error_page(request: Request, settings: Any, status: int, title: str, detail:
 def no_history_page(request: Request, settings: Any, detail: str) -> Response:
     """A fleet's cluster whose warehouse has published nothing yet: a page that says so, not an error (no views,
     no moment: there is nothing to show at any)."""
-    context = frame(request, settings.clusters, cluster_in_path(request), "", None)
+    context = frame(request, settings.clusters, cluster_of(request), "", None)
     return render("no_history.html.j2", detail=detail, **{**context, "links": None})
 
 

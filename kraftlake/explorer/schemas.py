@@ -19,8 +19,9 @@ class Problem(BaseModel):
 
 
 class Cluster(BaseModel):
+    """A cluster served (its warehouse's location is the server's to know: it is logged, never answered)."""
+
     name: str
-    warehouse: str
     labels: dict[str, str] = Field(default_factory=dict, description="the fleet file's labels (none for one "
                                                                       "warehouse)")
 
@@ -36,7 +37,6 @@ class HistoryRange(BaseModel):
     """What the warehouse can answer: its first and last published image, and the holes in between."""
 
     cluster: str
-    warehouse: str
     first_offset: int
     last_offset: int
     first_time: str

@@ -7,17 +7,24 @@ front of a loopback server); without one the server refuses to start, in one lin
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import logging
 import socket
-from collections.abc import Callable
+import sys
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from kraftlake.explorer.app import Settings, create_app
+from uvicorn import Config, Server
+
+from kraftlake.explorer.app import LOG, Settings, create_app
 from kraftlake.explorer.clusters import Clusters
 from kraftlake.explorer.errors import UnsafeBind
 
 LOOPBACK_NAMES = ("localhost",)
 TOKEN_ENV = "KRAFTLAKE_UI_TOKEN"
+GRACEFUL_STOP_S = 5  # for requests under way when asked to stop
 
 
 @dataclass(frozen=True)
@@ -67,10 +74,11 @@ def bound_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(clusters: Clusters, options: ServeOptions, announce: Callable[[str], None] = print) -> None:
-    """Run the explorer until interrupted; `announce` receives its URL (with the token, to open once)."""
-    import uvicorn
-
+def serve(clusters: Clusters, options: ServeOptions, stop: threading.Event,
+          announce: Callable[[str], None] = print) -> None:
+    """Run the explorer until `stop` is set (`kraftlake.stopping`: SIGINT, SIGTERM); `announce` receives its URL
+    (with the token: the one time it is printed). What a refused request's warehouse said, with its location,
+    goes to stderr (`LOG`), never to the client."""
     check_bind(options)
     sock = bound_socket(options.host, options.port)
     port = sock.getsockname()[1]
@@ -78,5 +86,27 @@ def serve(clusters: Clusters, options: ServeOptions, announce: Callable[[str], N
     shown = f"[{options.host.strip('[]')}]" if ":" in options.host else options.host
     suffix = f"/?token={options.token}" if options.token else "/"
     announce(f"kraftlake ui: http://{shown}:{port}{suffix}  ({clusters.describe()}; Ctrl-C stops)")
-    config = uvicorn.Config(app, log_level="warning", access_log=False, server_header=False)
-    uvicorn.Server(config).run(sockets=[sock])
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("kraftlake ui: %(message)s"))
+    LOG.addHandler(handler)
+    LOG.setLevel(logging.INFO)
+    config = Config(app, log_level="warning", access_log=False, server_header=False,
+                            timeout_graceful_shutdown=GRACEFUL_STOP_S)
+    StoppableServer(config, stop).run(sockets=[sock])
+
+
+class StoppableServer(Server):
+    """uvicorn's server, stopped by the caller's event instead of its own signal handlers: those re-raise the
+    signal once the server stopped, so Ctrl-C ended in a traceback (exit 130) and SIGTERM in exit 143."""
+
+    def __init__(self, config: Config, stop: threading.Event) -> None:
+        super().__init__(config)
+        self.stop = stop
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    async def on_tick(self, counter: int) -> bool:
+        self.should_exit = self.should_exit or self.stop.is_set()
+        return await super().on_tick(counter)

@@ -5,6 +5,7 @@ hold; `kraftlake ui` itself refuses to serve beyond loopback without a token and
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import urllib.error
 import urllib.request
@@ -20,7 +21,7 @@ from kraftlake.explorer.server import ServeOptions, check_bind
 from kraftlake.explorer.service import Explorer
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
-from tests.explorer.conftest import KRAFTLAKE, REPO
+from tests.explorer.conftest import KRAFTLAKE, REPO, start_ui
 from tests.explorer.scenario import LAST, SECRETS
 from tests.lake.reader_loop import run as cli
 
@@ -69,7 +70,10 @@ def test_refusals_carry_the_cli_line(demo_client: TestClient, demo_warehouse: Wa
     assert response.status_code == status
     assert response.headers["content-type"] == "application/problem+json"
     problem = response.json()
-    assert problem["status"] == status and problem["detail"] == err.strip().split(": ", 1)[1]
+    line = err.strip().split(": ", 1)[1]  # after "kraftlake <command>: "; the CLI's names the warehouse, the API's
+    expected = f"cluster demo: {line.removeprefix(demo_warehouse.uri + ': ')}" if line.startswith(
+        demo_warehouse.uri) else line  # the cluster (the server's paths are its own)
+    assert problem["status"] == status and problem["detail"] == expected
 
 
 def test_paging_holds_its_bounds(demo_client: TestClient) -> None:
@@ -127,7 +131,9 @@ def test_token_and_host_rules(demo_warehouse: Warehouse) -> None:
     refused = guarded.get(f"{API}/image")
     assert refused.status_code == 401 and refused.headers["content-type"] == "application/problem+json"
     assert guarded.get(f"{API}/image", headers={"Authorization": "Bearer wrong-token-of-length"}).status_code == 401
-    assert guarded.get(f"{API}/image", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    for scheme in ("Bearer", "bearer", "BEARER"):  # the scheme is case-insensitive (RFC 9110)
+        assert guarded.get(f"{API}/image", headers={"Authorization": f"{scheme} {TOKEN}"}).status_code == 200
+    assert guarded.get(f"{API}/image", headers={"Authorization": f"Basic {TOKEN}"}).status_code == 401
     opened = guarded.get(f"/clusters/demo/image?at=20&token={TOKEN}")
     assert opened.status_code == 303 and opened.headers["location"].endswith("/clusters/demo/image?at=20")
     assert guarded.get("/clusters/demo/image?at=20").status_code == 200  # the cookie the link set
@@ -178,3 +184,46 @@ def write_schema(path: Path) -> None:
 
 if __name__ == "__main__":
     write_schema(REPO / "docs" / "explorer-openapi.json")
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_the_server_stops_on_a_signal_with_one_line(demo_warehouse: Warehouse, stop: signal.Signals) -> None:
+    """Ctrl-C (SIGINT) and a service manager's stop (SIGTERM): exit 0 and one line, no traceback."""
+    ui = start_ui(demo_warehouse, "--name", "demo")
+    with urllib.request.urlopen(f"{ui.base}{API}/image", timeout=30) as answer:
+        assert answer.status == 200
+    ui.process.send_signal(stop)
+    assert ui.process.wait(30) == 0
+    assert ui.process.stdout is not None and ui.process.stdout.read().splitlines() == ["kraftlake ui: stopped"]
+
+
+def test_errors_name_the_cluster_and_the_token_is_printed_once(demo_warehouse: Warehouse, running_ui: Any) -> None:
+    """Error bodies (problem+json and pages) and the API name the cluster and the offset, never the warehouse's
+    path, which the server logs instead; the token is printed in the start-up line only, whatever is asked."""
+    ui = running_ui(demo_warehouse, "--name", "demo", env={"KRAFTLAKE_UI_TOKEN": TOKEN})
+    bearer = {"Authorization": f"bearer {TOKEN}"}
+
+    def get(path: str) -> tuple[int, str]:
+        request = urllib.request.Request(f"{ui.base}{path}", headers=bearer)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as refused:
+            return refused.code, refused.read().decode()
+
+    status, body = get(f"{API}/image?at=99999999")
+    assert status == 404 and json.loads(body)["detail"].startswith("cluster demo: offset 99999999 is past the end")
+    for path in (f"{API}/image?at=99999999", "/clusters/demo/image?at=99999999", API, "/api/v1/clusters",
+                 f"{API}/history/brokers?key=x", "/clusters/demo/history/brokers?key=x", "/clusters/nosuch"):
+        status, body = get(path)
+        assert demo_warehouse.uri not in body, path
+    status, body = get("/clusters/demo/image?at=99999999")
+    assert status == 404 and "cluster demo: offset 99999999 is past the end" in body
+    get(f"/clusters/demo?token={TOKEN}x")  # a wrong token in the query is not echoed either
+
+    ui.process.send_signal(signal.SIGTERM)
+    assert ui.process.wait(30) == 0
+    assert ui.process.stdout is not None
+    printed = ui.url + "\n" + ui.process.stdout.read()
+    assert printed.count(TOKEN) == 1, printed
+    assert f"{demo_warehouse.uri}: offset 99999999 is past the end" in printed  # the server's log has the path

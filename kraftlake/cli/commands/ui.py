@@ -38,14 +38,17 @@ def register(subparsers: Any) -> None:
 def run_ui(args: argparse.Namespace) -> int:
     from kraftlake.explorer.errors import ExplorerError
     from kraftlake.explorer.server import TOKEN_ENV, ServeOptions, serve
+    from kraftlake.stopping import stop_on_signals
 
     token = args.token or os.environ.get(TOKEN_ENV) or None
     options = ServeOptions(args.host, args.port, token)
     clusters = fleet_clusters(args) if args.fleet else one_cluster(args)
+    stop = stop_on_signals()  # Ctrl-C and SIGTERM stop the server: exit 0, one line
     try:
-        serve(clusters, options, announce=lambda line: print(line, flush=True))
+        serve(clusters, options, stop, announce=lambda line: print(line, flush=True))
     except ExplorerError as error:
         raise UserFacingError(str(error)) from None
+    print("kraftlake ui: stopped", flush=True)
     return 0
 
 
