@@ -20,7 +20,7 @@ from typing import Any
 
 from kraftlake.jobs import kafka_topic
 from kraftlake.jobs.kafka_topic import KafkaTopicError, collect_messages
-from kraftlake.lake.errors import LakeError
+from kraftlake.lake.errors import LakeError, WriterFencedError
 from kraftlake.lake.source import topic_source
 from kraftlake.lake.store_errors import store_failure
 from kraftlake.lake.topic_replay import TopicFormatError, TopicMessage, TopicReplay
@@ -38,7 +38,12 @@ REBUILD_TIMEOUT_S = 30.0
 
 
 class MaterializeError(Exception):
-    """The job stopped: what and where, in one line; nothing past the last good image was published."""
+    """The job stopped: what and where, in one line; nothing past the last good image was published.
+    `fenced`: another writer took the warehouse over (a rerun would only stop that one)."""
+
+    def __init__(self, line: str, fenced: bool = False) -> None:
+        super().__init__(line)
+        self.fenced = fenced
 
 
 # What the topic's replay raises with a message that is the whole story (each names the topic or warehouse).
@@ -74,6 +79,7 @@ class MicroBatchWriter:
     def __init__(self, config: MaterializeConfig, spark: Any) -> None:
         self.config = config
         self.failure: str | None = None
+        self.fenced = False  # the failure is another writer's claim on the warehouse
         self.replay = TopicReplay(
             Warehouse(config.warehouse, dict(config.storage_options)),
             topic_source(config.bootstrap_servers, config.topic, config.cluster_id),
@@ -99,6 +105,7 @@ class MicroBatchWriter:
             step()
         except EXPECTED_ERRORS as error:
             self.failure = str(error)
+            self.fenced = isinstance(error, WriterFencedError)
             raise
         except Exception as error:  # the store refused, is full or could not be reached: nothing past this was
             self.failure = store_failure(self.config.warehouse, error)  # published
@@ -166,7 +173,7 @@ def run(config: MaterializeConfig, spark: Any | None = None, stop: threading.Eve
                 break
         writer.flush()  # the topic is drained (available-now) or the job stops: publish an offset-only image held
     except Exception as error:
-        raise MaterializeError(writer.failure or concise_failure(str(error))) from None
+        raise MaterializeError(writer.failure or concise_failure(str(error)), writer.fenced) from None
 
 
 STOP_POLL_S = 1.0  # how often the driver looks whether it was asked to stop

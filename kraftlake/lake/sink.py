@@ -35,7 +35,7 @@ from kraftlake.image_schema.tables import TABLES, Row
 from kraftlake.lake.errors import StaleTableError, WriterFencedError, lost_race
 from kraftlake.lake.handles import OPEN_TABLES
 from kraftlake.lake.maintenance import MaintenancePolicy
-from kraftlake.lake.sink_tables import SinkTables
+from kraftlake.lake.sink_tables import WRITER_KEY, SinkTables, writer_description
 from kraftlake.lake.source import SOURCE, SourceIdentity, check_batch, check_cluster, mismatch, table_data
 from kraftlake.lake.warehouse import (
     BATCHES,
@@ -213,7 +213,7 @@ class DeltaSink:
         images = self.tables.table(IMAGES)
         epoch = (images.transaction_version(self.tables.writer_txn()) or 0) + 1
         claim = CommitProperties(
-            custom_metadata={"kraftlake.writer": self.source.describe()},
+            custom_metadata={WRITER_KEY: writer_description(self.source.describe())},
             app_transactions=[Transaction(self.tables.writer_txn(), epoch)],
         )
         # the writer in place published (or another claimed) since `images` was read: a conflict, retried

@@ -8,6 +8,8 @@ warehouse fences this writer, and a data table another writer committed to makes
 
 from __future__ import annotations
 
+import os
+import socket
 from collections import Counter
 
 import pyarrow as pa
@@ -19,6 +21,20 @@ from kraftlake.lake.errors import StaleTableError, WriterFencedError
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import BUCKET, IMAGES, Warehouse, buckets_of
 from kraftlake.replay.image import MetadataImage
+
+WRITER_KEY = "kraftlake.writer"  # the commit metadata naming the writer that claimed the warehouse
+CLAIMS_LOOKED_AT = 20  # the claim is among the latest commits of `images` (a claim, then its images)
+
+
+def writer_description(source: str) -> str:
+    """The claiming writer as an operator finds it: its source, host and process id."""
+    return f"{source}, on {socket.gethostname()} as pid {os.getpid()}"
+
+
+def claimant(images: DeltaTable) -> str:
+    """Who made the latest claim on the warehouse, from the `images` table's commit metadata."""
+    claims = (commit[WRITER_KEY] for commit in images.history(CLAIMS_LOOKED_AT) if WRITER_KEY in commit)
+    return next(claims, "its commit is not among the latest")
 
 
 class SinkTables:
@@ -61,16 +77,21 @@ class SinkTables:
         if name == IMAGES and self.epoch is not None:
             holder = table.transaction_version(self.writer_txn())
             if holder != self.epoch:
-                raise WriterFencedError(
-                    self.warehouse.uri,
-                    f"another writer (writer epoch {holder}) took it over; this "
-                    f"one (epoch {self.epoch}) stopped; the warehouse holds images through offset "
-                    f"{table.transaction_version(self.txn_id(IMAGES))} (nothing published is lost; one writer "
-                    "per warehouse at a time)"
-                )
+                raise WriterFencedError(self.warehouse.uri, self._fenced(table, holder))
         known, found = self._through.get(name), table.transaction_version(self.txn_id(name))
         if known is not None and found is not None and found > known:
             raise StaleTableError(name)
+
+    def _fenced(self, images: DeltaTable, holder: int | None) -> str:
+        """Why this writer stopped, what the warehouse holds, who holds it and what to do: not a rerun (the
+        newest writer wins, so a rerun would fence the other)."""
+        through = images.transaction_version(self.txn_id(IMAGES))
+        published = "no image is published yet" if through is None else \
+            f"it holds images through offset {through}"
+        return (f"another writer (writer epoch {holder}: {claimant(images)}) took it over; this one (epoch "
+                f"{self.epoch}) stopped, and {published} (nothing published is lost). One writer per warehouse: "
+                "rerunning this one would stop that one; stop one of the two (the claim is the `images` table's "
+                f"latest commit with `{WRITER_KEY}`)")
 
     def txn_id(self, name: str) -> str:
         return f"{self.app_id}:{name}"

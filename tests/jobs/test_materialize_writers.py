@@ -6,6 +6,7 @@ offset 0, so no Spark read is needed to rebuild the replay state)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -46,8 +47,11 @@ def test_a_job_is_fenced_by_an_ingest_then_a_restarted_job_takes_over(samples_di
 
     with pytest.raises(WriterFencedError):
         job.write(messages[1000:1100])
-    assert job.failure is not None and "\n" not in job.failure
+    assert job.failure is not None and "\n" not in job.failure and job.fenced
     assert warehouse.uri in job.failure and "took it over" in job.failure
+    # it says who holds the warehouse (the ingest, this host and process) and not to rerun (that would fence it)
+    assert f"directory {samples_dir / SAMPLE}" in job.failure and f"pid {os.getpid()}" in job.failure
+    assert "rerunning this one would stop that one" in job.failure and "fix and rerun" not in job.failure
     assert _image_offsets(warehouse) == before, "the fenced job published nothing"
 
     restarted = MicroBatchWriter(config, spark=None)

@@ -22,7 +22,7 @@ from tests.lake.warehouse_state import warehouse_contents
 
 SAMPLE = "Niloufar1171_LDI-POC"
 IMAGE_EVERY = 400
-FENCED = "another writer (writer epoch 2) took it over"
+FENCED = "another writer (writer epoch 2: directory "  # its source, host and pid follow, then what to do
 
 
 def _start(directory: Path, warehouse: Warehouse) -> subprocess.Popen[str]:
@@ -55,6 +55,7 @@ def test_two_ingests_started_at_once(samples_dir: Path, tmp_path: Path, referenc
     assert 0 in [code for code, _ in results], results
     for code, stderr in results:  # one finished; the other finished too (nothing left) or was fenced
         assert code == 0 or (code == 2 and len(stderr.strip().splitlines()) == 1 and warehouse.uri in stderr), stderr
+        assert "None" not in stderr and "fix and rerun" not in stderr, stderr  # what is true, and what to do
     contents = warehouse_contents(warehouse)
     assert contents == reference
     assert len(contents["image_offsets"]) == len(set(contents["image_offsets"]))
@@ -78,6 +79,7 @@ def _takeover(directory: Path, warehouse: Warehouse, reference: dict, signal_fir
     if signal_first == signal.SIGSTOP:
         assert code == 2, stderr
         assert len(stderr.strip().splitlines()) == 1 and warehouse.uri in stderr and FENCED in stderr, stderr
+        assert "rerunning this one would stop that one" in stderr and "None" not in stderr, stderr
     contents = warehouse_contents(warehouse)
     assert contents == reference
     assert len(contents["image_offsets"]) == len(set(contents["image_offsets"]))

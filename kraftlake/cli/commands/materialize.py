@@ -44,5 +44,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             run_job(config, stop=stop)
     except MaterializeError as error:
+        if error.fenced:  # its line says which writer holds the warehouse: a rerun would stop that one
+            raise UserFacingError(str(error)) from None
         raise UserFacingError(f"{error} (nothing past the last good image was published; fix and rerun)") from None
     return 0
