@@ -3,6 +3,7 @@ streaming job's alike."""
 
 from __future__ import annotations
 
+import errno
 import re
 
 from deltalake.exceptions import DeltaError
@@ -10,6 +11,7 @@ from deltalake.exceptions import DeltaError
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # delta-rs reports a local file system's refusal (a full disk, a read-only mount) as a DeltaError naming the
 # OS error; an object store's as an OSError
+_NO_SPACE = re.compile(r"No space left on device|\(os error 28\)")
 _STORE_CAUSE = re.compile(r"\(os error \d+\)|Object Store error|Generic \w*FileSystem error")
 
 
@@ -25,5 +27,11 @@ def describe_store_error(error: Exception) -> str:
 
 
 def store_failure(uri: str, error: Exception) -> str | None:
-    """The one line for a store's refusal or failure under warehouse `uri` (None: `error` is something else)."""
-    return f"warehouse {uri}: {describe_store_error(error)}" if is_store_error(error) else None
+    """The one line for a store's refusal or failure under warehouse `uri` (None: `error` is something else).
+    A full disk is said as such: delta-rs reports it as a Parquet read ("Failed to parse parquet: … No space
+    left on device") of the file it could not write."""
+    if not is_store_error(error):
+        return None
+    if _NO_SPACE.search(str(error)) or (isinstance(error, OSError) and error.errno == errno.ENOSPC):
+        return f"no space left on device writing warehouse {uri}"
+    return f"warehouse {uri}: {describe_store_error(error)}"
