@@ -51,12 +51,22 @@ class Gap:
 @dataclass(frozen=True)
 class Known:
     """What a log or warehouse can answer: its first published image, its last offset read, its last
-    published image (None: none), and its gaps. (Offsets may be -1: a bootstrap checkpoint's image.)"""
+    published image (None: none), and its gaps; with the append times of the first image and of the last offset
+    (-1: not known). One definition for every place that states what is known (`WarehouseReader.known` for a
+    warehouse)."""
 
     first_image: int | None
     last_offset: int
     last_image: int | None
     gaps: Sequence[Gap] = ()
+    first_time_ms: int = -1
+    last_time_ms: int = -1
+
+    def span(self) -> tuple[int, int]:
+        """The first and the last offset answered (OffsetNotKnown before any image)."""
+        if self.first_image is None:
+            raise OffsetNotKnown(self.describe())
+        return self.first_image, self.last_offset
 
     def describe(self) -> str:
         if self.first_image is None:

@@ -168,11 +168,12 @@ def api_router(settings: Settings) -> APIRouter:
     @router.get("/clusters/{cluster}", response_model=HistoryRange, tags=["clusters"])
     def history_range(cluster: ClusterName) -> HistoryRange:
         ex = known(cluster)
-        first, last = ex.reader.published_range()
-        times = ex.reader.offset_times([first, last])
+        answered = ex.reader.known()
+        first, last = answered.span()
         return HistoryRange(cluster=ex.cluster, warehouse=ex.reader.uri, first_offset=first, last_offset=last,
-                            first_time=iso_time(times[first]), last_time=iso_time(times[last]),
-                            gaps=[Gap(first=a, last=b) for a, b in ex.gaps()],
+                            first_time=iso_time(answered.first_time_ms),
+                            last_time=iso_time(answered.last_time_ms),
+                            gaps=[Gap(first=gap.first, last=gap.last) for gap in answered.gaps],
                             tables=list(TABLES))
 
     @router.get("/clusters/{cluster}/offset", response_model=Moment, tags=["clusters"])

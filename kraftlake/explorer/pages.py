@@ -176,7 +176,7 @@ def page_router(settings: Any) -> APIRouter:
         moment), the picker (at the moment's time)."""
         at_text = request.query_params.get("at")
         at = str(offset) if offset is not None else at_text
-        first, last = explorer.reader.published_range()
+        first, last = explorer.reader.known().span()
         time = None if offset is None else iso_time(explorer.time_of(offset))
         moment = None if offset is None else {"offset": offset, "time": time}
         return {**frame(request, served, explorer.cluster, page_name, time),

@@ -375,7 +375,7 @@ class Explorer:
                 return kept[2]
             with _BUILD:
                 built = build_timeline(self.reader)
-            self._timeline = (built.last_offset, time.monotonic(), built)
+            self._timeline = (last, time.monotonic(), built)
             return built
 
 

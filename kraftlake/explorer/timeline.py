@@ -94,8 +94,9 @@ class Timeline:
 
 
 def build_timeline(reader: WarehouseReader) -> Timeline:
-    """The timeline up to the last published image (whole images only, the reader's rule)."""
-    first, last = reader.published_range()
+    """The timeline up to the last published image (whole images only, the reader's rule), its range the
+    reader's `known`."""
+    first, last = reader.known().span()
     batches = reader.scan(BATCHES, [Where("base_offset", "<=", last)],
                           ["base_offset", "last_offset", "epoch", "append_time_ms"]).sort_by("base_offset")
     clock = Clock(batches["base_offset"].to_numpy(), batches["append_time_ms"].to_numpy())

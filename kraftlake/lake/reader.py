@@ -6,9 +6,10 @@
 
 Its rules hold for every command (`image`, `changes`, `history`, `sql`, `report`) and for the sink:
 
-- **Published range**: only what a published image covers is readable, from the first `images` row (a
-  snapshot, or the log from offset 0) to the last, read from the `images` files' statistics (no scan), so a
-  reader never sees half of an image being written.
+- **Published range**: only what a published image covers is readable, up to the last `images` row, read
+  from the `images` files' statistics (no scan), so a reader never sees half of an image being written.
+  What is known (`known`: the first published image, which the first `images` row may follow, to the last
+  offset read, with their times and the gaps) is defined here once; every place that states it asks.
 - **Time → offset** (`offset_at`): the last offset appended at or before the time, capped at the last
   published image; the snapshot a history starts from counts from its own time. A time before all of it is
   refused (TimeTravelError): no metadata was committed by then.
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -91,6 +92,7 @@ class WarehouseReader:
         self.warehouse = warehouse
         self.uri = warehouse.uri
         self._checked = False
+        self._first_image: int | None = None  # the first published image, once found (history never loses it)
 
     # -- the published range ---------------------------------------------------------------------------
 
@@ -100,7 +102,8 @@ class WarehouseReader:
         return pc.max(files["max.offset"]).as_py() if files.num_rows else -1
 
     def published_range(self) -> tuple[int, int]:
-        """The first and the last published image's offsets (TimeTravelError: none yet)."""
+        """The first and the last `images` row's offsets (TimeTravelError: none yet). The first row is not
+        always the first published image (`known` says what is answered)."""
         files = self._images_files()
         if files.num_rows == 0:
             raise TimeTravelError(self.uri, "the warehouse has no published image yet")
@@ -112,8 +115,19 @@ class WarehouseReader:
         self._images_files()
         return [image_row(r) for r in self.scan(IMAGES).sort_by("offset").to_pylist()]
 
+    def known(self) -> Known:
+        """What the warehouse answers, the one definition every place that states it uses (the explorer's
+        header and timeline, `/api/v1/clusters/{c}`, the refusals of `image` and the rest): from its first
+        published image to the last offset read, the append time of each, the last published image and the
+        gaps (TimeTravelError: no image yet)."""
+        first_row, last_row = self.published_range()
+        first = self._first_publish(first_row)
+        last = max(last_row, self._last_batch_offset())
+        return Known(first, last, last_row, self.gaps(), self._provenance(first).log_time_ms,
+                     self._provenance(last).log_time_ms)
+
     def first_image(self) -> ImageRow:
-        """Where the warehouse's history starts (a snapshot, or offset 0's log)."""
+        """The first `images` row: a snapshot, or where the log's images start being written."""
         return self._image(self.published_range()[0])
 
     def latest_image(self) -> ImageRow:
@@ -137,7 +151,8 @@ class WarehouseReader:
                                          r["image_before"]) for r in rows.to_pylist()), key=lambda b: b.base_offset)
         images = self.scan(IMAGES, [Where("offset", ">=", first), Where("offset", "<=", last)], ["offset"])
         snapshots = {offset: BatchPublishes(offset, offset, (offset,), None) for offset in images["offset"].to_pylist()}
-        known = Known(first_row, max(last_row, self._last_batch_offset()), last_row, self.gaps())
+        bounds = Known(first_row, max(last_row, self._last_batch_offset()), last_row, self.gaps())
+        known: Known | None = None  # `known()`, read only to word a refusal
         found: list[int | TimeTravelError] = []
         at = 0
         for offset in range(first, last + 1):
@@ -145,9 +160,9 @@ class WarehouseReader:
                 at += 1
             batch = batches[at] if at < len(batches) and batches[at].base_offset <= offset else snapshots.get(offset)
             try:
-                found.append(image_offset(offset, batch, known))
+                found.append(image_offset(offset, batch, bounds))
             except OffsetNotKnown:
-                known = replace(known, first_image=self._first_publish(first_row))  # worded with the true first
+                known = known or self.known()
                 try:
                     found.append(image_offset(offset, batch, known))
                 except OffsetNotKnown as error:
@@ -156,10 +171,12 @@ class WarehouseReader:
 
     def _first_publish(self, first_row: int) -> int:
         """The first image published (the first `images` row may come later: images held while catching up
-        are published through their history, not an `images` row each). Read only to word a refusal."""
-        rows = self.scan(BATCHES, [Where("base_offset", "<=", first_row)], ["published_offsets"])
-        offsets = [offset for published in rows["published_offsets"].to_pylist() for offset in published or ()]
-        return min([first_row, *offsets])
+        are published through their history, not an `images` row each), read once per reader."""
+        if self._first_image is None:
+            rows = self.scan(BATCHES, [Where("base_offset", "<=", first_row)], ["published_offsets"])
+            offsets = [offset for published in rows["published_offsets"].to_pylist() for offset in published or ()]
+            self._first_image = min([first_row, *offsets])
+        return self._first_image
 
     def gaps(self) -> list[Gap]:
         """Every gap the warehouse recorded, oldest first (a small table: one row per gap)."""
