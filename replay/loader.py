@@ -218,7 +218,11 @@ class BatchLoader:
                 self._publish(delta, image, manifest)
 
     def load_snapshot(self, batches: Iterable[RecordBatch], snapshot_id: SnapshotId, source: str | None = None) -> None:
-        """Replace the image by a snapshot's: whatever the snapshot does not re-assert is removed."""
+        """Replace the image by a snapshot's: whatever the snapshot does not re-assert is removed. A bootstrap
+        checkpoint (ending at offset 0) is the image the log starts from, not a published one: Kafka's loader is
+        handed it before any high watermark is known, so it holds it (`stillNeedToCatchUp`) and publishes it
+        with the end of the log's first batch (`hasSeenRecord` is already true); the offsets inside that batch
+        have no image."""
         delta = MetadataDelta(self.image)
         header_time = -1
         num_batches = num_bytes = 0
@@ -240,7 +244,7 @@ class BatchLoader:
         if self._observer is not None:
             self._observer.snapshot_loaded(self.published or EMPTY_IMAGE, image)
         self.reset_to_image(image)
-        if self.has_seen_record:
+        if self.has_seen_record and snapshot_id.end_offset > 0:
             self.published = image
             if self._publish is not None:
                 self._publish(delta, image, Manifest(provenance, num_batches, num_bytes, snapshot=True))

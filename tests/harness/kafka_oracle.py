@@ -5,14 +5,15 @@
 loader publishes (one commit per Raft batch), once, as a snapshot file with Kafka's snapshot writer, with the
 offset from which it is in force. Here each file is loaded with kraftlake's own snapshot loading.
 
-`assert_matches_kafka(log_dir)` is the comparison, for any log (the real samples, our quorum's, a real
-cluster's), at EVERY offset of the log: kraftlake's answer there (`replay.visibility` over one in-process
-replay: what `kraftlake replay --to-offset N` answers) is the image Kafka published last at or before it,
-published at the same offset, or both have none. Images are compared as canonical JSON (hashed, what
-`kraftlake replay --json` prints) and as whole images, which also hold what the canonical form hides (secret
-config values, SCRAM salts and keys). Where kraftlake differs from Kafka on purpose
-(`DELIBERATE_DIFFERENCES`), the comparison checks exactly that difference at exactly the offsets it applies
-to, and reports them by name; everything else must be equal.
+`assert_matches_kafka(log_dir)` is the comparison, for any log (the real samples, our quorum's, a real cluster's),
+at EVERY offset of the log (`bootstrap=True`: a log from 0 read after the directory's bootstrap checkpoint, as a
+Kafka 4.x node formatted with `--standalone` reads it, and as `kraftlake replay DIR` does): kraftlake's answer there
+(`replay.visibility` over one in-process replay: what `kraftlake replay --to-offset N` answers) is the image Kafka
+published last at or before it, published at the same offset, or both have none. Images are compared as canonical
+JSON (hashed, what `kraftlake replay --json` prints) and as whole images, which also hold what the canonical form
+hides (secret config values, SCRAM salts and keys). Where kraftlake differs from Kafka on purpose
+(`DELIBERATE_DIFFERENCES`), the comparison checks exactly that difference at exactly the offsets it applies to, and
+reports them by name; everything else must be equal.
 
 One real difference is kept on purpose and not projected (a MismatchError in `configs` right after a
 RemoveTopicRecord): Kafka keeps a topic config written in the same commit as the topic's removal (its
@@ -38,7 +39,7 @@ from kraftlake.lake.reader import WarehouseReader
 from kraftlake.records import RecordBatch
 from kraftlake.records import metadata_types as mt
 from kraftlake.records.config_secrecy import is_secret_config
-from kraftlake.records.files import METADATA_PARTITION_DIR, LogReader
+from kraftlake.records.files import BOOTSTRAP_ID, METADATA_PARTITION_DIR, LogReader, read_snapshot
 from kraftlake.replay.delta import MetadataDelta
 from kraftlake.replay.image import EMPTY_IMAGE, SUB_IMAGES, MetadataImage
 from kraftlake.replay.loader import BatchLoader, Manifest
@@ -96,10 +97,11 @@ class KafkaPublish:
     snapshot: Path
 
 
-def kafka_published(log_dir: Path, out_dir: Path) -> list[KafkaPublish]:
-    """Runs the oracle once: every image Kafka's loader publishes for the log, in log order."""
+def kafka_published(log_dir: Path, out_dir: Path, bootstrap: bool = False) -> list[KafkaPublish]:
+    """Runs the oracle once: every image Kafka's loader publishes for the log (after its bootstrap
+    checkpoint, with `bootstrap`), in log order."""
     command = ["java", *JVM_OPTIONS, "-cp", oracle_classpath(), ORACLE_CLASS, str(metadata_dir(log_dir)),
-               str(out_dir), "--published"]
+               str(out_dir), "--published", *(["--bootstrap"] if bootstrap else [])]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
@@ -128,15 +130,23 @@ def kafka_image(snapshot: Path) -> MetadataImage:
 
 @dataclass(frozen=True)
 class Log:
-    """The files the oracle reads, as kraftlake reads them: the image to start from and the batches after."""
+    """The files the oracle reads, as kraftlake reads them: the image to start from and the batches after
+    (or a bootstrap checkpoint loaded before a log from 0)."""
 
     start: MetadataImage
     batches: tuple[RecordBatch, ...]
+    bootstrap: Path | None = None
 
 
-def read_log(log_dir: Path) -> Log:
-    """The log from 0, else the earliest snapshot it continues from (the oracle starts at the same place)."""
+def read_log(log_dir: Path, bootstrap: bool = False) -> Log:
+    """The log from 0, else the earliest snapshot it continues from (the oracle starts at the same place);
+    with `bootstrap`, the log from 0 after the directory's bootstrap checkpoint."""
     sources = history_sources(metadata_dir(log_dir))
+    if bootstrap:
+        assert sources[0].snapshot is None, f"{log_dir}: no log from offset 0 to read after its bootstrap checkpoint"
+        reader = LogReader()
+        batches = tuple(batch for source in sources for batch in reader.batches(source.path))
+        return Log(EMPTY_IMAGE, batches, metadata_dir(log_dir) / BOOTSTRAP_ID.file_name())
     start = EMPTY_IMAGE
     if sources[0].snapshot is not None:
         start = replay_sources(sources[:1]).image
@@ -176,6 +186,8 @@ def kraftlake_answers(log: Log) -> Answers:
         in_batch.append(image.provenance.offset)
 
     loader = BatchLoader(published, image=start)
+    if log.bootstrap is not None:  # the image the first batch loads on, published with that batch's end
+        loader.load_snapshot(read_snapshot(log.bootstrap, BOOTSTRAP_ID), BOOTSTRAP_ID, str(log.bootstrap))
     holding: list[BatchPublishes] = []
     if start is not EMPTY_IMAGE:
         holding.append(BatchPublishes(first, first, (first,), None))
@@ -240,7 +252,7 @@ def kept_as_kafka(log: Log, aborts: Sequence[KeptAbort]) -> Log:
         kept = tuple(record for record in batch.records if record.offset not in markers)
         return batch if len(kept) == len(batch.records) else replace(batch, records=kept)
 
-    return Log(log.start, tuple(map(without_markers, log.batches)))
+    return replace(log, batches=tuple(map(without_markers, log.batches)))
 
 
 def expected_answers(log: Log, differences: dict[str, list[int]]) -> Iterator[tuple[int, MetadataImage | None]]:
@@ -284,18 +296,18 @@ class Comparison:
         return self.published[at] if at >= 0 else None
 
 
-def assert_matches_kafka(log_dir: Path, work_dir: Path) -> Comparison:
+def assert_matches_kafka(log_dir: Path, work_dir: Path, bootstrap: bool = False) -> Comparison:
     """At every offset of the log, kraftlake's answer is Kafka's last published image at or before it
     (published at the same offset, equal as canonical JSON and as whole images), or neither has one.
-    One JVM run; Kafka's snapshots are left in `work_dir`."""
-    published = kafka_published(log_dir, work_dir)
+    One JVM run; Kafka's snapshots are left in `work_dir`. `bootstrap`: read after the bootstrap checkpoint."""
+    published = kafka_published(log_dir, work_dir, bootstrap)
     starts = [publish.offset for publish in published]
     kafka_images: dict[Path, MetadataImage] = {}
     checked: dict[Path, MetadataImage] = {}  # Kafka's state: the last image of ours found equal to it
     differences: dict[str, list[int]] = {}
     compared = refused = 0
     first: int | None = None
-    for offset, ours in expected_answers(read_log(log_dir), differences):
+    for offset, ours in expected_answers(read_log(log_dir, bootstrap), differences):
         first = offset if first is None else first
         compared += 1
         at = bisect_right(starts, offset) - 1

@@ -4,6 +4,7 @@ the end), snapshot then log."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -65,7 +66,26 @@ def test_a_directory_means_its_latest_snapshot_ending_at_or_before_n_plus_one_th
 def test_bootstrap_checkpoint_only_when_named(tmp_path: Path) -> None:
     bootstrap = write(tmp_path / "bootstrap.checkpoint", [make_batch(0, 0, 0, [MV(14)])])
     assert resolve_sources([bootstrap]) == [Source(bootstrap, SnapshotId(0, 0))]
-    assert replay_paths([bootstrap]).image.features.metadata_version == 14
+    with pytest.raises(ReplayError, match="no image is published yet"):  # Kafka publishes none before the log
+        replay_paths([bootstrap])
+
+
+def bootstrap_image() -> list[RecordBatch]:
+    """A bootstrap checkpoint's batches (offset 0, epoch 0, as `kafka-storage format` writes it)."""
+    return snapshot_batches(replace(apply_records([MV(14)]), provenance=Provenance(-1, 0, 0, True)), 0)
+
+
+def test_a_bootstrap_checkpoint_is_published_with_the_end_of_the_first_batch(tmp_path: Path) -> None:
+    """A 4.x node's directory (`format --standalone`): the checkpoint at offset 0, then a control batch 0..2.
+    Kafka's loader holds the checkpoint's image until that batch ends: offsets 0 and 1 have no image."""
+    directory = tmp_path / "__cluster_metadata-0"
+    write(directory / SnapshotId(0, 0).file_name(), bootstrap_image())
+    write(directory / "00000000000000000000.log", [make_batch(0, 1, 100, [LEADER, LEADER, LEADER], control=True)])
+    for offset in (0, 1):
+        with pytest.raises(ReplayError, match=rf"offset {offset} is before the first published image \(offset 2\)"):
+            replay_paths([directory], offset)
+    image = replay_paths([directory], 2).image
+    assert (image.provenance.offset, image.features.metadata_version) == (2, 14)
 
 
 def test_a_log_starting_after_zero_needs_a_snapshot(tmp_path: Path) -> None:

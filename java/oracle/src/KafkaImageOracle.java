@@ -43,13 +43,18 @@ import java.util.stream.Stream;
  * state differs from the one before) as a snapshot file by Kafka's own snapshot writer: the oracle
  * kraftlake's replay is compared with at every offset.
  *
- * <p>Usage: {@code KafkaImageOracle LOG_DIR OUT_DIR --published}. It serves every image Kafka's loader
+ * <p>Usage: {@code KafkaImageOracle LOG_DIR OUT_DIR --published [--bootstrap]}. It serves every image Kafka's loader
  * publishes (one commit per Raft batch) and every change of the Raft voter state, in log order, printing
  * {@code FROM<TAB>PROVENANCE<TAB>FILE}: FROM is the offset from which the image is in force (a publish inside
  * a batch: its provenance offset; at the end of a batch: the batch's last offset; a Raft record: its own
  * offset), FILE ({@code OUT_DIR/<FROM+1>-<epoch>.checkpoint}) is {@code -} when the state (metadata and Raft)
  * is the previous line's. The image at any offset N is the last line with FROM &lt;= N; none before the
- * first publish.
+ * first publish. With {@code --bootstrap}, a log from offset 0 is read after the directory's bootstrap checkpoint
+ * ({@code 00000000000000000000-0000000000.checkpoint}, written by {@code kafka-storage format --standalone} or
+ * {@code --initial-controllers}), as the node's own loader reads it: its Raft client hands the loader that
+ * snapshot before any high watermark is known, so MetadataLoader holds it ({@code stillNeedToCatchUp}) and the
+ * batch loader, reset to it ({@code hasSeenRecord = !image.isEmpty()}), publishes it with the end of the
+ * log's first batch.
  *
  * <p>Records are read with Kafka's RecordsIterator / RecordsSnapshotReader and MetadataRecordSerde, and
  * applied by Kafka's own MetadataBatchLoader (transactions included) with one commit per Raft batch, as a
@@ -57,6 +62,8 @@ import java.util.stream.Stream;
  * MetadataLoader ignores) go into each snapshot's header batch, as Kafka's snapshot writer puts them.
  */
 public final class KafkaImageOracle {
+    private static final String USAGE = "usage: KafkaImageOracle LOG_DIR OUT_DIR --published [--bootstrap]";
+    private static final OffsetAndEpoch BOOTSTRAP = new OffsetAndEpoch(0, 0);
     private static final int MAX_BATCH_BYTES = 8 * 1024 * 1024;
     private static final int RECORDS_PER_SNAPSHOT_BATCH = 1000;
     private static final LogContext LOG_CONTEXT = new LogContext("[oracle] ");
@@ -90,24 +97,25 @@ public final class KafkaImageOracle {
 
     public static void main(String[] args) {
         try {
-            if (args.length != 3) {
-                throw new IllegalArgumentException("usage: KafkaImageOracle LOG_DIR OUT_DIR --published");
+            boolean bootstrap = args.length == 4 && args[3].equals("--bootstrap");
+            if (args.length != 3 && !bootstrap) {
+                throw new IllegalArgumentException(USAGE);
             }
             Path logDir = Path.of(args[0]);
             Path outDir = Path.of(args[1]);
             Files.createDirectories(outDir);
             if (!args[2].equals("--published")) {
-                throw new IllegalArgumentException("usage: KafkaImageOracle LOG_DIR OUT_DIR --published");
+                throw new IllegalArgumentException(USAGE);
             }
             KafkaImageOracle oracle = new KafkaImageOracle(outDir);
-            oracle.run(logDir);
+            oracle.run(logDir, bootstrap);
         } catch (Exception e) {
             System.err.println("kafka oracle: " + (e.getMessage() == null ? e.toString() : e.getMessage()));
             System.exit(2);
         }
     }
 
-    private void run(Path logDir) throws IOException {
+    private void run(Path logDir, boolean bootstrap) throws IOException {
         List<Path> segments = files(logDir, ".log");
         long logStart = segments.isEmpty() ? -1 : Long.parseLong(name(segments.get(0)).replace(".log", ""));
         Optional<SnapshotPath> start = startingSnapshot(logDir, logStart);
@@ -115,7 +123,12 @@ public final class KafkaImageOracle {
             throw new IllegalStateException(logDir + ": no log from offset 0 and no snapshot to start from");
         }
         if (start.isPresent()) {
-            loadSnapshot(logDir, start.get().snapshotId());
+            loadSnapshot(logDir, start.get().snapshotId(), true);
+        } else if (bootstrap) {
+            if (!Files.exists(logDir.resolve(Snapshots.filenameFromSnapshotId(BOOTSTRAP) + Snapshots.SUFFIX))) {
+                throw new IllegalStateException(logDir + ": --bootstrap, and no bootstrap checkpoint");
+            }
+            loadSnapshot(logDir, BOOTSTRAP, false);
         }
         for (Path segment : segments) {
             loadSegment(segment);
@@ -151,8 +164,9 @@ public final class KafkaImageOracle {
         return Optional.of(logStart < 0 ? usable.get(usable.size() - 1) : usable.get(0));
     }
 
-    /** Kafka's MetadataLoader.loadSnapshot: replay every record, finishSnapshot, apply. */
-    private void loadSnapshot(Path logDir, OffsetAndEpoch id) {
+    /** Kafka's MetadataLoader.loadSnapshot: replay every record, finishSnapshot, apply; published (emitted)
+     * or, a bootstrap checkpoint, held as the image the log's first batch is loaded on. */
+    private void loadSnapshot(Path logDir, OffsetAndEpoch id, boolean publish) {
         MetadataDelta delta = new MetadataDelta.Builder().setImage(MetadataImage.EMPTY).build();
         try (RecordsSnapshotReader<ApiMessageAndVersion> reader = RecordsSnapshotReader.of(
                 FileRawSnapshotReader.open(logDir, id), MetadataRecordSerde.INSTANCE, BufferSupplier.create(),
@@ -167,10 +181,12 @@ public final class KafkaImageOracle {
                 reader.lastContainedLogEpoch(), reader.lastContainedLogTimestamp(), true));
             walker.resetToImage(image);
             walkerImage = image;
-            firstOffset = id.offset() - 1;
             nextOffset = id.offset();
-            anyPublished = true;
-            emit(id.offset() - 1, id.offset() - 1, id.epoch(), image, true);
+            if (publish) {
+                firstOffset = id.offset() - 1;
+                anyPublished = true;
+                emit(id.offset() - 1, id.offset() - 1, id.epoch(), image, true);
+            }
         } catch (RuntimeException e) {
             Path file = logDir.resolve(Snapshots.filenameFromSnapshotId(id) + Snapshots.SUFFIX);
             throw new IllegalStateException(file + ": " + e.getMessage(), e);
