@@ -40,9 +40,11 @@ def scrub(warehouse: Warehouse) -> list[ScrubReport]:
 
 def _scrub_table(warehouse: Warehouse, name: str) -> ScrubReport | None:
     table = warehouse.table(name)
-    shown = pc.field("value").is_valid() & (pc.field("value") != REDACTED)
-    values = table.to_pyarrow_dataset().to_table(columns=["resource_type", "name"], filter=shown)
-    secrets = tuple(sorted(_secret_configs(values)))
+    # cast: delta-rs reads a string column as `string` or `string_view` by file, and no kernel compares the two
+    read = table.to_pyarrow_dataset().to_table(columns=["resource_type", "name", "value"])
+    values = pa.table({column: pc.cast(read[column], pa.string()) for column in read.column_names})
+    shown = values.filter(pc.and_(pc.is_valid(values["value"]), pc.not_equal(values["value"], REDACTED)))
+    secrets = tuple(sorted(_secret_configs(shown.select(["resource_type", "name"]))))
     if not secrets:
         return None
     predicate = " OR ".join(f'("resource_type" = {_literal(kind)} AND "name" = {_literal(config)})'
