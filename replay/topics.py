@@ -12,14 +12,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from kraftlake.records.kafka_names import MIGRATING_DIRECTORY
 from kraftlake.replay.errors import ReplayError
 from kraftlake.replay.mapping import copied, empty_map, merged
 
 NO_LEADER_CHANGE = -2
 NO_RECOVERY_STATE_CHANGE = -1
-# Directory ids Kafka reserves (DirectoryId: MIGRATING is Uuid(0, 0), UNASSIGNED Uuid(0, 1), LOST Uuid(0, 2)).
-MIGRATING_DIRECTORY = "AAAAAAAAAAAAAAAAAAAAAA"  # no directory known yet (a record without directories)
-UNASSIGNED_DIRECTORY = "AAAAAAAAAAAAAAAAAAAAAQ"  # a replica not yet placed in a directory
 
 
 class PartitionRegistration(NamedTuple):

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from kraftlake.controller.admin_client import AdminError
 from kraftlake.controller.versions import SUPPORTED_FEATURES
-from kraftlake.replay.topics import UNASSIGNED_DIRECTORY
+from kraftlake.records.kafka_names import UNASSIGNED_DIRECTORY
 
 DIRECTORIES_PER_BROKER = 2
 

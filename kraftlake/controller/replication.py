@@ -42,9 +42,10 @@ from kraftlake.controller.placement import UsableBroker, place_replicas
 from kraftlake.controller.versions import ELIGIBLE_LEADER_REPLICAS_VERSION, MV_3_7_IV2
 from kraftlake.controller.working_state import ControllerState, TopicPartition
 from kraftlake.records import metadata_types as mt
+from kraftlake.records.kafka_names import MIGRATING_DIRECTORY, UNASSIGNED_DIRECTORY
 from kraftlake.replay.cluster import BrokerRegistration
 from kraftlake.replay.configs import BROKER, TOPIC
-from kraftlake.replay.topics import MIGRATING_DIRECTORY, NO_LEADER_CHANGE, UNASSIGNED_DIRECTORY, PartitionRegistration
+from kraftlake.replay.topics import NO_LEADER_CHANGE, PartitionRegistration
 
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 DEFAULT_MIN_INSYNC_REPLICAS = 1
