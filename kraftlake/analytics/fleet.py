@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kraftlake.analytics.summaries import Scope, summaries
+from kraftlake.analytics.summaries import Scope, Summary, summaries
 from kraftlake.analytics.views import table_views
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.errors import LakeError
@@ -57,9 +57,23 @@ def register_fleet_views(
     only: Collection[str] | None = None,
 ) -> FleetViews:
     """Register `fleet_<name>` for every view of every cluster's warehouse (`clusters`: name -> reader, labels),
-    or for those of `only` (`views_used(query, PREFIX)`), and `fleet_clusters`."""
-    fleet_summaries = summaries(FLEET)
-    wanted = set(only) if only is not None else {*table_views(), *fleet_summaries}
+    or for those of `only` (`views_used(query, PREFIX)`), and `fleet_clusters`, in a Spark session."""
+    tables, result = fleet_tables(clusters, at_time_ms, only)
+    for view, rows in tables.items():
+        _frame(spark, rows, view)
+    for name, summary in fleet_summaries(only).items():
+        spark.sql(summary.sql).createOrReplaceTempView(name)
+    result.views.extend(fleet_summaries(only))
+    return result
+
+
+def fleet_tables(
+    clusters: Mapping[str, tuple[WarehouseReader, Mapping[str, str]]], at_time_ms: int | None = None,
+    only: Collection[str] | None = None,
+) -> tuple[dict[str, pa.Table], FleetViews]:
+    """Every cluster's rows of each table view (of `only`, if given) as one table `fleet_<name>`, and
+    `fleet_clusters`: what either engine registers before the summaries."""
+    wanted = set(only) if only is not None else set(table_views())
     tables = [name for name in table_views() if name in wanted]
     parts: dict[str, list[pa.Table]] = {name: [] for name in tables}
     result = FleetViews()
@@ -74,17 +88,18 @@ def register_fleet_views(
         shown[name] = labels
         for view, table in rows.items():
             parts[view].append(_with_cluster(table, name, labels))
-    _frame(spark, pa.table({"cluster": pa.array(list(shown), pa.string()),
-                            "labels": pa.array([_pairs(labels) for labels in shown.values()], LABELS)}), CLUSTERS)
+    out = {CLUSTERS: pa.table({"cluster": pa.array(list(shown), pa.string()),
+                               "labels": pa.array([_pairs(labels) for labels in shown.values()], LABELS)})}
     for view, frames in parts.items():
-        rows = pa.concat_tables(frames, promote_options="permissive") if frames else _empty(view)
-        _frame(spark, rows, PREFIX + view)
+        out[PREFIX + view] = pa.concat_tables(frames, promote_options="permissive") if frames else _empty(view)
         result.views.append(PREFIX + view)
-    for name, summary in fleet_summaries.items():
-        if name in wanted:
-            spark.sql(labelled_sql(summary.sql)).createOrReplaceTempView(PREFIX + name)
-            result.views.append(PREFIX + name)
-    return result
+    return out, result
+
+
+def fleet_summaries(only: Collection[str] | None = None) -> dict[str, Summary]:
+    """The summaries of `only` (all if None) as `fleet_<name>`, each with the cluster's labels."""
+    return {PREFIX + name: Summary(summary.description, labelled_sql(summary.sql))
+            for name, summary in summaries(FLEET).items() if only is None or name in only}
 
 
 def _frame(spark: Any, rows: pa.Table, view: str) -> None:

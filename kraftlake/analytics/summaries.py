@@ -54,21 +54,25 @@ class Summary:
     sql: str
 
 
-def with_times(inner: str, x: Scope = Scope(), offset_columns: tuple[str, ...] = ("offset",)) -> str:
-    """`inner`'s rows with a `<x>_time` timestamp per `<x>_offset` column (`time` for `offset`): the append
-    time of the last batch starting at or before that offset. One ordered pass per column over `inner`'s
-    rows and the batches' first offsets, so `inner` is computed once (a join on its distinct offsets would
-    compute it twice) and no range join is needed."""
-    stamped = inner
-    key = f"ev.{x.key} AS {x.key}, " if x.key else ""
+def with_times(inner: str, columns: str, x: Scope = Scope(), offset_columns: tuple[str, ...] = ("offset",)) -> str:
+    """`inner`'s rows (`columns`, after the scope's key) with a `<x>_time` timestamp per `<x>_offset` column
+    (`time` for `offset`): the append time of the last batch starting at or before that offset. One ordered
+    pass per column over `inner`'s rows and the batches' first offsets, so `inner` is computed once (a join on
+    its distinct offsets would compute it twice) and no range join is needed. The columns are named, not
+    packed in a struct, so Spark and DataFusion run the same text."""
+    stamped, names = inner, [name.strip() for name in columns.split(",")]
     for column in offset_columns:
         name = "time" if column == "offset" else column.removesuffix("_offset") + "_time"
+        kept = x.c + ", ".join(f"`{n}`" for n in names)
+        nulls = ", ".join(f"NULL AS `{n}`" for n in names)
         stamped = f"""
-SELECT row.*, timestamp_millis(ms) AS {name} FROM (
-  SELECT row, kind, last(ms, true) OVER ({x.per} ORDER BY offset, kind ROWS UNBOUNDED PRECEDING) AS ms FROM (
-    SELECT struct(ev.*) AS row, {key}ev.{column} AS offset, 1 AS kind, CAST(NULL AS BIGINT) AS ms FROM ({stamped}) ev
-    UNION ALL SELECT NULL, {x.c}base_offset, 0, append_time_ms FROM {x.view("batches")}))
-WHERE kind = 1"""
+SELECT {kept}, timestamp_millis(_ms) AS {name} FROM (
+  SELECT {kept}, _kind,
+         last_value(_ms) IGNORE NULLS OVER ({x.per} ORDER BY _at, _kind ROWS UNBOUNDED PRECEDING) AS _ms FROM (
+    SELECT {kept}, `{column}` AS _at, 1 AS _kind, CAST(NULL AS BIGINT) AS _ms FROM ({stamped}) ev
+    UNION ALL SELECT {x.c}{nulls}, base_offset, 0, append_time_ms FROM {x.view("batches")}))
+WHERE _kind = 1"""
+        names.append(name)
     return stamped
 
 
@@ -81,13 +85,13 @@ FROM (
   SELECT {x.c}offset,
          {flag} - coalesce(lag({flag}) OVER (PARTITION BY {x.c}topic_id, partition_id ORDER BY offset), 0) AS step
   FROM {source})
-WHERE step != 0 GROUP BY {x.c}offset""", x)
+WHERE step != 0 GROUP BY {x.c}offset""", f"offset, {name}", x)
 
 
 def _partition_states(x: Scope) -> str:
     return f"""
 SELECT {x.c}topic_id, partition_id, topic_name, from_offset AS offset, deleted, isr, replicas, leader,
-       CASE WHEN NOT deleted AND size(isr) < size(replicas) THEN 1 ELSE 0 END AS under_replicated,
+       CASE WHEN NOT deleted AND cardinality(isr) < cardinality(replicas) THEN 1 ELSE 0 END AS under_replicated,
        CASE WHEN NOT deleted AND leader < 0 THEN 1 ELSE 0 END AS offline
 FROM {x.view("partitions_history")}"""
 
@@ -101,7 +105,7 @@ min_isr AS (
          CASE WHEN deleted THEN -1 ELSE coalesce(try_cast(value AS INT), -1) END AS level
   FROM {x.view("configs_history")} WHERE name = 'min.insync.replicas'),
 steps AS (
-  SELECT {x.c}topic_id, partition_id, offset, CASE WHEN deleted THEN -1 ELSE size(isr) END AS isr_size,
+  SELECT {x.c}topic_id, partition_id, offset, CASE WHEN deleted THEN -1 ELSE cardinality(isr) END AS isr_size,
          CAST(NULL AS INT) AS topic_min, CAST(NULL AS INT) AS cluster_min FROM {x.view("partition_states")}
   UNION ALL
   SELECT {x.of("k")}k.topic_id, k.partition_id, m.offset, NULL, m.level, NULL FROM partition_keys k
@@ -111,8 +115,8 @@ steps AS (
   JOIN (SELECT * FROM min_isr WHERE resource_type = 'broker' AND resource_name = '') m ON {x.same("k", "m")}),
 as_of AS (
   SELECT DISTINCT {x.c}topic_id, partition_id, offset,
-         last(isr_size, true) OVER w AS isr_size, last(topic_min, true) OVER w AS topic_min,
-         last(cluster_min, true) OVER w AS cluster_min
+         last_value(isr_size) IGNORE NULLS OVER w AS isr_size, last_value(topic_min) IGNORE NULLS OVER w AS topic_min,
+         last_value(cluster_min) IGNORE NULLS OVER w AS cluster_min
   FROM steps WINDOW w AS (PARTITION BY {x.c}topic_id, partition_id ORDER BY offset
                           RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW))
 SELECT {x.c}topic_id, partition_id, offset,
@@ -135,7 +139,7 @@ marked AS (
 runs AS (
   SELECT {x.c}broker_id, state, offset, sum(starts) OVER (PARTITION BY {x.c}broker_id ORDER BY offset
                                                           ROWS UNBOUNDED PRECEDING) AS run FROM marked),
-spans AS (SELECT {x.c}broker_id, run, first(state) AS state, min(offset) AS start_offset FROM runs
+spans AS (SELECT {x.c}broker_id, run, min(state) AS state, min(offset) AS start_offset FROM runs
           GROUP BY {x.c}broker_id, run)
 SELECT {x.c}broker_id, state, start_offset,
        lead(start_offset) OVER (PARTITION BY {x.c}broker_id ORDER BY run) AS end_offset
@@ -143,14 +147,17 @@ FROM spans"""
 
 
 def _fencing(x: Scope) -> str:
+    """Runs of not-registered intervals: the first one's state is the cause, the last one's end the end."""
     return f"""
-SELECT {x.c}broker_id, start_offset, end_offset, cause FROM (
-  SELECT {x.c}broker_id, grp, min(start_offset) AS start_offset, min_by(state, start_offset) AS cause,
-         max_by(end_offset, start_offset) AS end_offset
+SELECT {x.c}broker_id, min(start_offset) AS start_offset, end_offset_of_run AS end_offset, cause FROM (
+  SELECT *, first_value(state) OVER run AS cause, last_value(end_offset) OVER run AS end_offset_of_run
   FROM (SELECT *, sum(CASE WHEN state = 'registered' THEN 1 ELSE 0 END)
                     OVER (PARTITION BY {x.c}broker_id ORDER BY start_offset ROWS UNBOUNDED PRECEDING) AS grp
         FROM {x.view("broker_intervals_raw")})
-  WHERE state != 'registered' GROUP BY {x.c}broker_id, grp)"""
+  WHERE state != 'registered'
+  WINDOW run AS (PARTITION BY {x.c}broker_id, grp ORDER BY start_offset
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING))
+GROUP BY {x.c}broker_id, grp, end_offset_of_run, cause"""
 
 
 def _isr_versions(x: Scope) -> str:
@@ -162,14 +169,22 @@ FROM (SELECT {x.c}topic_id, partition_id, topic_name, from_offset AS offset,
 
 
 def _isr_changes(x: Scope) -> str:
+    """Each version's brokers out of (shrink) and into (expand) the ISR, one row per broker. Without a generator
+    (Spark's `explode` is DataFusion's `unnest`): each distinct difference (a handful: {3}, {1, 2}, …) is peeled
+    into its brokers by a recursive CTE, then joined back to the versions."""
     return f"""
-SELECT {x.c}offset, topic_name, partition_id, broker_id, 'shrink' AS kind
-FROM {x.view("isr_versions")} LATERAL VIEW explode(array_except(previous, isr)) b AS broker_id
-WHERE isr IS NOT NULL AND previous IS NOT NULL
-UNION ALL
-SELECT {x.c}offset, topic_name, partition_id, broker_id, 'expand' AS kind
-FROM {x.view("isr_versions")} LATERAL VIEW explode(array_except(isr, previous)) b AS broker_id
-WHERE isr IS NOT NULL AND previous IS NOT NULL"""
+WITH RECURSIVE diffs AS (
+  SELECT {x.c}offset, topic_name, partition_id, 'shrink' AS kind, array_except(previous, isr) AS diff
+  FROM {x.view("isr_versions")} WHERE isr IS NOT NULL AND previous IS NOT NULL
+  UNION ALL
+  SELECT {x.c}offset, topic_name, partition_id, 'expand' AS kind, array_except(isr, previous) AS diff
+  FROM {x.view("isr_versions")} WHERE isr IS NOT NULL AND previous IS NOT NULL),
+members AS (
+  SELECT whole, whole AS rest, CAST(NULL AS INT) AS broker_id FROM (SELECT DISTINCT diff AS whole FROM diffs)
+  UNION ALL
+  SELECT whole, array_remove(rest, array_min(rest)), array_min(rest) FROM members WHERE cardinality(rest) > 0)
+SELECT {x.of("d")}d.offset, d.topic_name, d.partition_id, m.broker_id, d.kind
+FROM diffs d JOIN members m ON d.diff = m.whole WHERE m.broker_id IS NOT NULL"""
 
 
 def _leaders(x: Scope) -> str:
@@ -200,6 +215,9 @@ _LOGGED = (
 )
 
 
+_CHANGE = "offset, kind, key, change, before, after"  # a change's columns, in the change log and the events
+
+
 def _change_log(x: Scope) -> str:
     versions = " UNION ALL ".join(
         f"SELECT {x.c}'{table}' AS kind, {key} AS key, from_offset AS offset, "
@@ -211,7 +229,7 @@ SELECT {x.c}offset, kind, key,
        CASE WHEN previous IS NULL THEN 'insert' WHEN after IS NULL THEN 'delete' ELSE 'update' END AS change,
        previous AS before, after
 FROM (SELECT *, lag(after) OVER (PARTITION BY {x.c}kind, key ORDER BY offset) AS previous FROM ({versions}))
-WHERE NOT (previous <=> after)"""
+WHERE previous IS DISTINCT FROM after"""
 
 
 def _topic_events(x: Scope) -> str:
@@ -220,7 +238,7 @@ SELECT {x.c}from_offset AS offset, 'topics' AS kind, coalesce(name, previous) AS
        CASE WHEN deleted THEN 'delete' ELSE 'insert' END AS change, previous AS before, name AS after
 FROM (SELECT *, lag(name) OVER (PARTITION BY {x.c}topic_id ORDER BY from_offset) AS previous
       FROM {x.view("topics_history")})
-WHERE NOT (previous <=> name)"""
+WHERE previous IS DISTINCT FROM name"""
 
 
 def summaries(x: Scope = Scope()) -> dict[str, Summary]:
@@ -250,35 +268,39 @@ def summaries(x: Scope = Scope()) -> dict[str, Summary]:
         "broker_intervals": Summary(
             "each broker's states over time (registered / fenced / controlled_shutdown / unregistered)",
             with_times(f"SELECT {x.c}broker_id, state, start_offset, end_offset FROM {x.view('broker_intervals_raw')}",
-                       x, ("start_offset", "end_offset")),
+                       "broker_id, state, start_offset, end_offset", x, ("start_offset", "end_offset")),
         ),
         "fencing_episodes": Summary(
             "each period a broker was not serving: start, end (null while it lasts), duration, first cause",
-            "SELECT *, (unix_millis(end_time) - unix_millis(start_time)) / 1000.0 AS duration_s FROM ("
-            + with_times(_fencing(x), x, ("start_offset", "end_offset")) + ")",
+            # the cast: Spark's decimal(27,6) already, DataFusion's division keeps a smaller scale
+            "SELECT *, CAST((unix_millis(end_time) - unix_millis(start_time)) / 1000.0 AS DECIMAL(27, 6)) AS "
+            "duration_s FROM (" + with_times(_fencing(x), "broker_id, start_offset, end_offset, cause", x,
+                                             ("start_offset", "end_offset")) + ")",
         ),
         "isr_versions": Summary("helper: each partition version's ISR and the one before", _isr_versions(x)),
         "isr_changes": Summary("each broker leaving (shrink) or joining (expand) a partition's ISR",
-                               with_times(_isr_changes(x), x)),
+                               with_times(_isr_changes(x), "offset, topic_name, partition_id, broker_id, kind", x)),
         "isr_churn": Summary(
             "per broker: how often it left and joined ISRs",
-            f"SELECT {x.c}broker_id, count_if(kind = 'shrink') AS shrinks, count_if(kind = 'expand') AS expands "
-            f"FROM {x.view('isr_changes')} GROUP BY {x.c}broker_id",
+            f"SELECT {x.c}broker_id, count(CASE WHEN kind = 'shrink' THEN 1 END) AS shrinks, "
+            f"count(CASE WHEN kind = 'expand' THEN 1 END) AS expands FROM {x.view('isr_changes')} "
+            f"GROUP BY {x.c}broker_id",
         ),
         "leaders_per_broker": Summary("how many partitions each broker leads, after each offset where it changed",
-                                      with_times(_leaders(x), x)),
+                                      with_times(_leaders(x), "broker_id, offset, leaders", x)),
         "change_log": Summary(
             "config, client quota, ACL, SCRAM and feature changes with before → after (KRaft records carry no "
             "principal: join audit logs by time)",
-            with_times(_change_log(x), x),
+            with_times(_change_log(x), _CHANGE, x),
         ),
         "events": Summary("topics created and deleted, and the change log, in offset order",
                           with_times(f"{_topic_events(x)} UNION ALL SELECT {x.c}offset, kind, key, change, before, "
-                                     f"after FROM {x.view('change_log')}", x)),
+                                     f"after FROM {x.view('change_log')}", _CHANGE, x)),
         "raft_epochs": Summary(
             "each Raft leader epoch: first and last offset and when it started",
             with_times(f"SELECT {x.c}epoch, min(base_offset) AS offset, max(last_offset) AS last_offset, "
-                       f"count(*) AS batches FROM {x.view('batches')} GROUP BY {x.c}epoch", x),
+                       f"count(*) AS batches FROM {x.view('batches')} GROUP BY {x.c}epoch",
+                       "epoch, offset, last_offset, batches", x),
         ),
     }
 

@@ -54,15 +54,14 @@ def print_fleet_status(directory: Path) -> int:
     return 0
 
 
-def fleet_session(args: argparse.Namespace) -> Any:
-    """`kraftlake sql --fleet`: a session with every cluster's `fleet_*` views (and the fleet's catalog, when the
-    file names a shared one); clusters without an image are named on stderr and left out."""
+def fleet_session(args: argparse.Namespace, engine: str) -> Any:
+    """`kraftlake sql --fleet`: a session of `engine` (a Spark session, or a DataFusion one:
+    `kraftlake.analytics.engine`) with every cluster's `fleet_*` views (a Spark session also has the fleet's
+    catalog, when the file names a shared one); clusters without an image are named on stderr and left out."""
     from kraftlake import inputs
     from kraftlake.analytics.fleet import PREFIX, register_fleet_views
     from kraftlake.analytics.views import views_used
     from kraftlake.cli.config import resolve_warehouse
-    from kraftlake.fleet.catalog import CatalogError, catalog_conf
-    from kraftlake.jobs.materialize import local_spark
     from kraftlake.lake.reader import WarehouseReader
     from kraftlake.lake.warehouse import Warehouse
     from kraftlake.settings.fleet import cluster_location, load_fleet
@@ -72,22 +71,37 @@ def fleet_session(args: argparse.Namespace) -> Any:
     fleet = load_fleet(args.fleet)
     root = resolve_warehouse(args.warehouse or fleet.settings.warehouse_root, args.storage_option,
                              getattr(args, "config", None))
+    readers = {
+        name: (WarehouseReader(Warehouse(cluster_location(root.uri, name), dict(root.storage_options))), cluster.labels)
+        for name, cluster in fleet.clusters.items()
+    }
+    at_time_ms = None if args.at_time is None else inputs.epoch_or_iso_time("--at-time", args.at_time)
+    only = views_used(args.query, PREFIX)
+    if engine == "spark":
+        session = _fleet_spark(fleet.settings.catalog)
+        registered = register_fleet_views(session, readers, at_time_ms, only)
+    else:
+        from kraftlake.analytics.engine import fleet as fleet_context
+
+        session, registered = fleet_context(readers, at_time_ms, only)
+    for name, why in registered.skipped.items():
+        print(f"kraftlake sql: cluster {name} left out: {why}", file=sys.stderr)
+    return session
+
+
+def _fleet_spark(catalog: Any) -> Any:
+    """A local Spark session, on the fleet's shared catalog if it names one."""
+    from kraftlake.fleet.catalog import CatalogError, catalog_conf
+    from kraftlake.jobs.materialize import local_spark
+
     extra: dict[str, str] = {}
-    if fleet.settings.catalog is not None:  # embedded Derby is the job's alone (one JVM at a time)
+    if catalog is not None:  # embedded Derby is the job's alone (one JVM at a time)
         try:
-            extra = catalog_conf(fleet.settings.catalog, Path("."))
+            extra = catalog_conf(catalog, Path("."))
         except CatalogError as error:
             raise UserFacingError(str(error)) from None
     # C1 only, as `kraftlake sql`: a fleet question is one plan whatever the number of clusters (when it was a
     # union of every cluster's, it filled C1's code cache and the JVM ran on without a compiler)
     spark = local_spark("kraftlake-sql-fleet", short_lived=True, extra=extra)
     spark.conf.set("spark.sql.session.timeZone", "UTC")
-    readers = {
-        name: (WarehouseReader(Warehouse(cluster_location(root.uri, name), dict(root.storage_options))), cluster.labels)
-        for name, cluster in fleet.clusters.items()
-    }
-    at_time_ms = None if args.at_time is None else inputs.epoch_or_iso_time("--at-time", args.at_time)
-    registered = register_fleet_views(spark, readers, at_time_ms, views_used(args.query, PREFIX))
-    for name, why in registered.skipped.items():
-        print(f"kraftlake sql: cluster {name} left out: {why}", file=sys.stderr)
     return spark
