@@ -7,6 +7,7 @@ import pytest
 pytest_plugins: list[str] = [
     "tests.fixtures.broker", "tests.fixtures.spark", "tests.fixtures.browser", "tests.fixtures.s3",
     "tests.fixtures.spark_cluster", "tests.fixtures.kafka_cluster", "tests.fixtures.postgres", "tests.timing",
+    "tests.lifetimes",
 ]
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "kafka-samples"

@@ -72,7 +72,9 @@ def test_a_silent_connection_is_left_and_a_black_hole_is_reported_stalled(
         # its connection goes silent (new ones get through): left, and caught up again, within the stall timeout
         proxy.cut()
         cut = time.monotonic()
-        time.sleep(1)  # the leader commits a NoOp every 500 ms: the target is past what was fetched before
+        fetched = end_offset(node.metadata_dir)
+        while end_offset(node.metadata_dir) <= fetched:  # a NoOp every 500 ms: a target past what was fetched
+            time.sleep(0.1)
         wait_published(bootstrap, topic, end_offset(node.metadata_dir), timeout_s=STALL_S - 1)
         print(f"\ncaught up {time.monotonic() - cut:.1f} s after the connection went silent")
 
@@ -93,9 +95,11 @@ def test_a_silent_connection_is_left_and_a_black_hole_is_reported_stalled(
         proxy.resume()
         caught_up = end_offset(node.metadata_dir)
         wait_published(bootstrap, topic, caught_up, timeout_s=30)
-        time.sleep(1.5)  # a status write after catching up (every second here)
-        shown = follow_status(status)
-        assert shown.returncode == 0 and shown.stdout.startswith("FOLLOWING: offset "), shown
+        deadline = time.monotonic() + 60
+        while (shown := follow_status(status)).returncode != 0:  # until a status write after catching up
+            assert time.monotonic() < deadline, shown
+            time.sleep(0.2)
+        assert shown.stdout.startswith("FOLLOWING: offset "), shown
         assert follower.finish() == 0, follower.output
     finally:
         follower.finish(signal.SIGKILL)

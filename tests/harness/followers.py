@@ -37,22 +37,41 @@ class FollowProcess:
     def __init__(self, controllers: str, bootstrap: str, topic: str, *extra: str) -> None:
         self.args = [sys.executable, "-m", "kraftlake.cli.main", "follow", "--bootstrap-controllers", controllers,
                      "--bootstrap-servers", bootstrap, "--topic", topic, *extra]
-        self.output = b""
+        self.output = b""  # what it printed so far, read as it comes (`wait_for`)
         self.process: subprocess.Popen[bytes] | None = None
+        self._reader: threading.Thread | None = None
 
     def start(self) -> FollowProcess:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         self.process = subprocess.Popen(self.args, cwd=REPO, env=env, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT)
+        self._reader = threading.Thread(target=self._read, args=(self.process,), daemon=True)
+        self._reader.start()
         return self
+
+    def _read(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdout is not None
+        for line in iter(process.stdout.readline, b""):
+            self.output += line
+
+    def wait_for(self, *texts: bytes, timeout_s: float = 120.0) -> bytes:
+        """Until its output holds one of `texts` (the one found): a condition, not a guessed sleep."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            found = next((text for text in texts if text in self.output), None)
+            if found is not None:
+                return found
+            assert self.process is not None and self.process.poll() is None, f"it exited: {self.output[-2000:]!r}"
+            assert time.monotonic() < deadline, f"none of {texts} in {timeout_s:.0f} s: {self.output[-2000:]!r}"
+            time.sleep(0.1)
 
     def finish(self, sig: int = signal.SIGTERM) -> int:
         """Stop it with `sig` (unless it ended already) and collect its output; again: the same code."""
-        assert self.process is not None
-        if self.process.returncode is None:
+        assert self.process is not None and self._reader is not None
+        if self.process.poll() is None:
             self.process.send_signal(sig)
-            out, _ = self.process.communicate(timeout=60)
-            self.output += out
+        self.process.wait(timeout=60)
+        self._reader.join(timeout=60)
         return self.process.returncode
 
 

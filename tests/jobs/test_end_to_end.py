@@ -27,6 +27,7 @@ from kraftlake.raft.voters import default_directory_id
 from kraftlake.records import MetadataLogDir
 from kraftlake.records import metadata_types as mt
 from tests.harness.answers import from_warehouse, replayed
+from tests.jobs.running import into_micro_batches, last_published
 
 
 @pytest.fixture(scope="module")
@@ -140,10 +141,11 @@ def test_quorum_to_warehouse_with_job_restarts(published_log, tmp_path: Path) ->
 
     rng = random.Random(5)
     for _ in range(2):
+        before = last_published(tmp_path / "warehouse")
         job = subprocess.Popen(
             _job(cluster, tmp_path, "--trigger-seconds", "0.3"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        time.sleep(rng.uniform(15, 22))
+        into_micro_batches(job, tmp_path / "warehouse", rng, before)
         job.send_signal(signal.SIGKILL)
         job.wait()
     done = subprocess.run(_job(cluster, tmp_path, "--available-now"), capture_output=True, text=True)

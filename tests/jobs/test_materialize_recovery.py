@@ -9,7 +9,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from kraftlake.lake.ingest import ingest
 from kraftlake.lake.warehouse import Warehouse
 from tests.fixtures.broker import create_topic, produce
 from tests.jobs.metadata_topic import batch_messages
+from tests.jobs.running import into_micro_batches, last_published
 from tests.lake.warehouse_state import warehouse_contents
 
 SAMPLE = "Jeong-Rae_KafkaDemo/kraft-combined-logs"
@@ -66,11 +66,12 @@ def _finish(broker, topic: str, tmp_path: Path) -> dict:
 def test_sigkill_mid_stream_then_restart(kafka_broker, topic: str, tmp_path: Path, reference: dict) -> None:
     rng = random.Random(11)
     for _ in range(2):
+        before = last_published(tmp_path / "warehouse")
         job = subprocess.Popen(
             _job(kafka_broker, topic, tmp_path, "--trigger-seconds", "0.5"),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
-        time.sleep(rng.uniform(14, 22))  # past Spark's start-up, into the micro-batches
+        into_micro_batches(job, tmp_path / "warehouse", rng, before)
         job.send_signal(signal.SIGKILL)
         job.wait()
     contents = _finish(kafka_broker, topic, tmp_path)
@@ -95,7 +96,7 @@ def test_sigterm_mid_stream_stops_cleanly_then_restart(kafka_broker, topic: str,
     ends where an uninterrupted one does."""
     job = subprocess.Popen(_job(kafka_broker, topic, tmp_path, "--trigger-seconds", "0.5"),
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    time.sleep(18)  # past Spark's start-up, into the micro-batches
+    into_micro_batches(job, tmp_path / "warehouse", random.Random(12))
     job.send_signal(signal.SIGTERM)
     _, stderr = job.communicate(timeout=120)
     assert job.returncode == 0, stderr[-2000:]
