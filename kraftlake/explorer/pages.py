@@ -16,15 +16,18 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import jinja2
+import numpy as np
 import pyarrow.compute as pc
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup, escape
 
 from kraftlake import inputs
 from kraftlake.explorer.app import Page, Size, cluster_of
 from kraftlake.explorer.clusters import Clusters
 from kraftlake.explorer.errors import NotFound
 from kraftlake.explorer.service import Explorer
+from kraftlake.explorer.words import acl, plural, when, when_iso, word
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.history import iso_time
 
@@ -76,6 +79,9 @@ class Links:
     def history(self, table: str, key: str, at: Any = None, **query: Any) -> str:
         return self._url(f"/history/{quote(table, safe='')}", key=key, at=self._moment(at), **query)
 
+    def broker(self, broker: Any, at: Any = None, **query: Any) -> str:
+        return self._url(f"/brokers/{quote(str(broker), safe='')}", at=self._moment(at), **query)
+
 
 def history_key(table: str, row: dict[str, Any]) -> str:
     """The row's key as `kraftlake history --key` takes it."""
@@ -105,12 +111,54 @@ def cell(value: Any) -> str:
     return str(value)
 
 
+def show(table: str, column: str, value: Any, row: dict[str, Any] | None = None) -> Markup:
+    """A cell in the operator's words (`words.word`), the raw value on hover; else the raw value."""
+    words = word(table, column, value, row)
+    raw = cell(value)
+    if words is None or words == raw:
+        return escape(raw)
+    return Markup('<span class="named" title="{}">{}</span>').format(raw, words)
+
+
 def columns_of(table: str) -> list[str]:
     return list(TABLES[table].schema.names)
 
 
-TEMPLATES.globals.update(cell=cell, history_key=history_key, tab_titles=TAB_TITLES, tabs=TABS,
-                         iso_time=iso_time, columns_of=columns_of)
+TEMPLATES.filters["combine"] = lambda first, second: {**first, **second}
+TEMPLATES.globals.update(cell=cell, show=show, history_key=history_key, tab_titles=TAB_TITLES, tabs=TABS,
+                         iso_time=iso_time, columns_of=columns_of, plural=plural, when=when, when_iso=when_iso,
+                         acl=acl)
+
+
+# what a topic's and a broker's partition lists show (the topic's id and name are the page's own)
+TOPIC_COLUMNS = ("partition_id", "leader", "replicas", "isr", "elr", "last_known_elr", "adding_replicas",
+                 "removing_replicas", "leader_recovery_state", "leader_epoch", "partition_epoch", "directories")
+BROKER_PARTITION_COLUMNS = ("topic_name", "partition_id", "leader", "replicas", "isr", "leader_epoch")
+
+
+def incarnations(explorer: Explorer, name: str) -> list[dict[str, Any]]:
+    """Each topic id that held `name`, with the offsets it was created and deleted at (a name reused by a
+    topic re-created: more than one)."""
+    found: dict[str, dict[str, Any]] = {}
+    for version in explorer.reader.history("topics", name):
+        entry = found.setdefault(version.key["topic_id"], {"topic_id": version.key["topic_id"], "created": None,
+                                                            "deleted": None})
+        if version.change == "insert":
+            entry["created"] = {"offset": version.offset, "time": version.time_ms}
+        elif version.change == "delete":
+            entry["deleted"] = {"offset": version.offset, "time": version.time_ms}
+    return list(found.values())
+
+
+def episodes(explorer: Explorer, broker: int) -> list[dict[str, Any]]:
+    """The broker's fenced and controlled-shutdown runs, from the timeline's swimlane (an open one: to now)."""
+    line = explorer.timeline()
+    runs = [span for span in line.brokers.get(broker, []) if span.state in ("fenced", "controlled_shutdown")]
+    ends = [span.start if span.end is None else span.end for span in runs]
+    times = line.clock.times(np.array([o for span, end in zip(runs, ends, strict=True) for o in (span.start, end)],
+                                      dtype=np.int64)).tolist()
+    return [{"state": span.state, "start": span.start, "end": span.end, "start_time": int(times[2 * i]),
+             "end_time": None if span.end is None else int(times[2 * i + 1])} for i, span in enumerate(runs)]
 
 
 def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -253,9 +301,16 @@ def page_router(settings: Any) -> APIRouter:
         offset = explorer.offset(request.query_params.get("at"))
         summary = explorer.topic_ids(offset, topic).to_pylist()[0]
         found = explorer.partitions_page(offset, topic, only, page, size)
+        view = explorer.image(offset)
+        at_rows = view.partition_rows(summary["topic_id"])
+        flags = {name: set(np.flatnonzero(view.flags[name].take(at_rows).to_numpy(zero_copy_only=False)).tolist())
+                 for name in ("under_min_isr", "offline")}
+        partition_ids = view.tables["partitions"]["partition_id"].take(at_rows).to_pylist()
+        flagged = {name: {partition_ids[i] for i in rows} for name, rows in flags.items()}
         return render("topic.html.j2", **common(request, explorer, "topics", offset), topic=summary, found=found,
-                      rows=found.rows,
-                      only=only or "", page=page, size=size, columns=TABLES["partitions"].schema.names)
+                      rows=found.rows, only=only or "", page=page, size=size, columns=TOPIC_COLUMNS,
+                      flagged=flagged, configs=explorer.configs_of(offset, "topic", summary["name"]),
+                      incarnations=incarnations(explorer, summary["name"]))
 
     @router.get("/clusters/{cluster}/changes")
     def changes(request: Request, cluster: str, table: str | None = None, q: str | None = None,
@@ -293,10 +348,25 @@ def page_router(settings: Any) -> APIRouter:
                       tables=explorer.principal_history(principal))
 
     @router.get("/clusters/{cluster}/brokers/{broker}")
-    def broker(cluster: str, broker: str, request: Request) -> Response:
-        """A broker's page: its versions and the timeline focused on it."""
-        served.explorer(cluster)
-        return RedirectResponse(Links(cluster, request.query_params.get("at")).history("brokers", broker),
-                                status_code=307)
+    def broker(request: Request, cluster: str, broker: str, role: str = "leads", page: Page = 1) -> Response:
+        """A broker at the cursor as an operator looks at it: its state, endpoints, rack and directories, the
+        partitions it hosts and leads, its fenced and controlled-shutdown episodes, its versions, and the
+        timeline focused on it."""
+        explorer = served.explorer(cluster)
+        broker_id = inputs.integer("broker", broker, -(1 << 31), (1 << 31) - 1, "a broker id")
+        offset = explorer.offset(request.query_params.get("at"))
+        registered = explorer.image(offset).tables["brokers"]
+        rows = explorer.table_page(offset, "brokers", None, None, False, 1, 500).rows
+        row = next((r for r in rows if r["broker_id"] == broker_id), None)
+        hosted, led, found = explorer.broker_partitions(offset, broker_id, role, page, 100)
+        versions = explorer.history_page("brokers", str(broker_id), None, None, 1, 500)
+        if row is None and not versions.total:
+            raise NotFound(f"no broker {broker_id} in the history (brokers at offset {offset}: "
+                           f"{', '.join(map(str, sorted(registered['broker_id'].to_pylist()))) or 'none'})")
+        return render("broker.html.j2", **common(request, explorer, "brokers", offset), broker_id=broker_id,
+                      row=row, hosted=hosted, led=led, found=found, role=role, page=page, versions=versions,
+                      episodes=episodes(explorer, broker_id), columns=BROKER_PARTITION_COLUMNS,
+                      configs=explorer.configs_of(offset, "broker", str(broker_id)),
+                      focus_table="brokers", focus_key=str(broker_id), window_from="", window_to="")
 
     return router

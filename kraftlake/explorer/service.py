@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from kraftlake.explorer.errors import BadRequest, NotFound
 from kraftlake.explorer.moments import offset_of
 from kraftlake.explorer.timeline import Timeline, build_timeline
+from kraftlake.explorer.words import api_fields, natural_key
 from kraftlake.image_schema.json_text import row_lines
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.history import Version
@@ -120,6 +121,11 @@ def row_objects(table: pa.Table) -> list[dict[str, Any]]:
     return [json.loads(line) for line in row_lines(decoded(table)).to_pylist()]
 
 
+def named_rows(table: str, rows: pa.Table) -> list[dict[str, Any]]:
+    """Rows as the CLI prints them, plus Kafka's names and units beside the raw values (`words.api_fields`)."""
+    return [{**row, **api_fields(table, row)} for row in row_objects(rows)]
+
+
 def _plain_type(kind: pa.DataType) -> pa.DataType:
     if pa.types.is_dictionary(kind):
         return kind.value_type
@@ -180,6 +186,9 @@ def image_view(image: WarehouseImage) -> ImageView:
         "partitions": pc.fill_null(topics["topic_id_count"], 0),
         **{n: pc.fill_null(topics[f"{n}_sum"], 0) for n in flags.column_names},
     })
+    names = topics["name"].to_pylist()
+    order = sorted(range(len(names)), key=lambda i: (natural_key(names[i] or ""), names[i] or ""))
+    topics = topics.take(pa.array(order, pa.int64()))
     tables = {**image.tables, "partitions": compact(partitions)}
     encoded = tables["partitions"]["topic_id"].combine_chunks()
     if not pa.types.is_dictionary(encoded.type):  # no partitions
@@ -287,13 +296,16 @@ class Explorer:
         rows = searched(rows, [c for c in rows.column_names if not pa.types.is_nested(rows.schema.field(c).type)],
                         query)
         rows = sorted_by(rows, sort, descending, list(TABLES[table].key))
-        return Page(rows.num_rows, page, size, row_objects(_paged(rows, page, size)))
+        return Page(rows.num_rows, page, size, named_rows(table, _paged(rows, page, size)))
 
     def topics_page(self, offset: int, query: str | None, sort: str | None, descending: bool, page: int,
                     size: int) -> Page:
         check_page(page, size)
-        topics = searched(self.image(offset).topics, ["name", "topic_id"], query)
-        topics = sorted_by(topics, sort, descending, ["name", "topic_id"])
+        topics = searched(self.image(offset).topics, ["name", "topic_id"], query)  # kept in natural name order
+        if sort in (None, "", "name"):
+            topics = topics.take(pa.array(np.arange(topics.num_rows - 1, -1, -1))) if descending else topics
+        else:
+            topics = sorted_by(topics, sort, descending, [])  # a stable sort: ties stay in name order
         return Page(topics.num_rows, page, size, _paged(topics, page, size).to_pylist())
 
     def topic_ids(self, offset: int, name: str) -> pa.Table:
@@ -316,7 +328,35 @@ class Explorer:
                 raise BadRequest(f"only {only!r}: one of {', '.join(view.flags.column_names)}")
             rows = rows.filter(view.flags[only].take(at))
         rows = rows.sort_by("partition_id")
-        return Page(rows.num_rows, page, size, row_objects(_paged(rows, page, size)))
+        return Page(rows.num_rows, page, size, named_rows("partitions", _paged(rows, page, size)))
+
+    def broker_partitions(self, offset: int, broker: int, role: str, page: int, size: int) -> tuple[int, int, Page]:
+        """How many partitions `broker` hosts (is a replica of) and leads at `offset`, and a page of those it
+        leads (`role` "leads") or hosts ("hosts"), in topic (natural name) and partition order."""
+        check_page(page, size)
+        partitions = self.image(offset).tables["partitions"]
+        replicas = partitions["replicas"].combine_chunks()
+        on = pc.equal(pc.list_flatten(replicas), broker)
+        hosted = np.zeros(partitions.num_rows, dtype=bool)
+        hosted[np.unique(pc.list_parent_indices(replicas).filter(on).to_numpy(zero_copy_only=False))] = True
+        leads = pc.fill_null(pc.equal(partitions["leader"], broker), False).to_numpy(zero_copy_only=False)
+        if role not in ("leads", "hosts"):
+            raise BadRequest(f"role {role!r}: leads or hosts")
+        chosen = decoded(partitions.filter(pa.array(leads if role == "leads" else hosted)))
+        names = chosen["topic_name"].to_pylist()
+        ids = chosen["partition_id"].to_pylist()
+        order = sorted(range(chosen.num_rows), key=lambda i: (natural_key(names[i] or ""), ids[i]))
+        rows = chosen.take(pa.array(order, pa.int64()))
+        found = Page(rows.num_rows, page, size, named_rows("partitions", _paged(rows, page, size)))
+        return int(hosted.sum()), int(leads.sum()), found
+
+    def configs_of(self, offset: int, resource_type: str, resource_name: str) -> list[dict[str, Any]]:
+        """The dynamic configs set on one resource at `offset` (a topic's, a broker's; `broker`, "": the
+        cluster default), by name."""
+        configs = self.image(offset).tables["configs"]
+        mine = configs.filter(pc.and_(pc.equal(configs["resource_type"], resource_type),
+                                      pc.equal(configs["resource_name"], resource_name)))
+        return named_rows("configs", mine.sort_by("name"))
 
     # -- changes and history ----------------------------------------------------------------------------
 

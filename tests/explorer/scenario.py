@@ -1,8 +1,8 @@
-"""A small demo-like warehouse whose answers are known: the summaries' scenario (three brokers, a fenced
-broker, ISR shrinks below min.insync.replicas, an offline partition, config changes; see
-tests/analytics/test_summaries.py) and then a SCRAM user, an ACL, a client quota, a delegation token, a
-sensitive broker config and a topic created and deleted, written by the streaming job's pipeline into real
-Delta tables. One record per batch at offset N, appended at START_MS + N * 1000 ms."""
+"""A small demo-like warehouse whose answers are known: the summaries' scenario (three brokers, a fenced broker, ISR
+shrinks below min.insync.replicas, an offline partition, config changes; see tests/analytics/test_summaries.py) and
+then a SCRAM user, an ACL, a client quota, a delegation token, a sensitive broker config, a topic created and
+deleted and the topic's retention set to 7 days, written by the streaming job's pipeline into real Delta tables. One
+record per batch at offset N, appended at START_MS + N * 1000 ms."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ EXTRA: list[Any] = [
     T("payments", PAYMENTS),                                                                # 32
     P("payments", 0, (0, 1, 2), topic_id=PAYMENTS),                                         # 33
     mt.RemoveTopicRecord(topic_id=PAYMENTS),                                                # 34
+    mt.ConfigRecord(resource_type=2, resource_name="orders", name="retention.ms", value="604800000"),  # 35: 7 days
 ]
 RECORDS = [*SCENARIO, *EXTRA]
 LAST = len(RECORDS) - 1

@@ -120,10 +120,10 @@ def test_cursor_pages_and_deep_links(case: str, request: pytest.FixtureRequest, 
     assert page.locator("[data-testid=focus]").count() == len(versions)
     screenshot(page, f"{case}-partition-history")
 
-    # a broker's page: its versions, and the timeline focused on its swimlane
-    page.goto(f"{ui.base}/clusters/{cluster}/brokers/{broker}")
-    page.wait_for_selector("[data-testid=versions]")
-    assert page.locator("[data-testid=versions] tbody tr").count() == len(reader.history("brokers", broker))
+    # a broker's page: its state at the cursor, the partitions it leads, the timeline focused on its swimlane
+    page.goto(f"{ui.base}/clusters/{cluster}/brokers/{broker}?at={typed}")
+    leaders = reader.image_at(reader.answer(typed)).tables["partitions"]["leader"].to_pylist()
+    assert page.locator("[data-testid=broker-leads]").inner_text() == f"leads {leaders.count(int(broker))}"
     page.wait_for_selector("[data-testid=timeline] svg")
     assert page.locator("[data-testid=timeline] text", has_text="broker ").count() == 1
     screenshot(page, f"{case}-broker")

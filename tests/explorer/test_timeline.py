@@ -61,6 +61,7 @@ def test_events_name_rows_as_history_takes_them(timeline: Timeline) -> None:
         (31, "configs", "broker:0:ssl.keystore.password", "insert"),
         (32, "topics", "payments", "insert"),
         (34, "topics", "payments", "delete"),
+        (35, "configs", "topic:orders:retention.ms", "update"),
     ]
     assert timeline.epochs == [(1, 0, LAST)]
 
