@@ -28,11 +28,21 @@ function niceTicks(from, to, count) {
   return { ticks, step };
 }
 
-function tickLabel(ms, step) {
+// A tick's label in UTC (the axis says so): the date on the first tick and where the day changes, then the time
+function tickLabel(ms, step, previous) {
   const iso = new Date(ms).toISOString();
   if (step >= 864e5) return iso.slice(0, 10);
-  if (step >= 6e4) return iso.slice(5, 16).replace("T", " ");
-  return iso.slice(11, 19);
+  const time = step >= 6e4 ? iso.slice(11, 16) : iso.slice(11, 19);
+  const newDay = previous === null || new Date(previous).toISOString().slice(0, 10) !== iso.slice(0, 10);
+  return newDay ? `${iso.slice(0, 10)} ${time}` : time;
+}
+
+// A legend entry (a swatch or a line, and its name) in one of the page's legend boxes
+function legendEntry(box, color, name, kind) {
+  const swatch = document.createElement("span");
+  swatch.className = kind;
+  swatch.style.background = color;
+  box.append(swatch, document.createTextNode(name));
 }
 
 class Timeline {
@@ -69,6 +79,21 @@ class Timeline {
     if (first) this.summarize();
   }
 
+  // Every broker's leaders line and every kind of event shown, named under the chart (as many as there are)
+  legends(leaders) {
+    const leadersBox = document.querySelector("[data-testid=leaders-legend]");
+    if (leadersBox) {
+      leadersBox.replaceChildren(document.createTextNode("leaders:"));
+      for (const [name, , color] of leaders) legendEntry(leadersBox, color, name, "line");
+    }
+    const eventsBox = document.querySelector("[data-testid=events-legend]");
+    if (eventsBox) {
+      eventsBox.replaceChildren(document.createTextNode("events:"));
+      const kinds = [...new Set(this.data.events.map((event) => event.table))].sort();
+      for (const kind of kinds) legendEntry(eventsBox, EVENT_COLORS[kind] || "#667085", kind.replace("_", " "), "swatch");
+    }
+  }
+
   async timeOf(offset) {
     const response = await fetch(`${this.offsetApi}?at=${offset}`, { credentials: "same-origin" });
     if (!response.ok) return null;
@@ -96,11 +121,13 @@ class Timeline {
 
     // axis
     const axis = el("g", { class: "axis" }, svg);
-    const { ticks, step } = niceTicks(this.domain[0], this.domain[1], Math.max(2, this.plotWidth / 110));
-    for (const t of ticks) {
+    const { ticks, step } = niceTicks(this.domain[0], this.domain[1], Math.max(2, this.plotWidth / 130));
+    el("text", { x: 8, y: AXIS - 8 }, axis).textContent = "UTC";
+    ticks.forEach((t, i) => {
       el("line", { x1: this.x(t), x2: this.x(t), y1: AXIS - 4, y2: height }, axis);
-      el("text", { x: this.x(t) + 3, y: AXIS - 8 }, axis).textContent = tickLabel(t, step);
-    }
+      el("text", { x: this.x(t) + 3, y: AXIS - 8 }, axis).textContent =
+        tickLabel(t, step, i ? ticks[i - 1] : null);
+    });
     let y = AXIS;
 
     // brokers' swimlanes
@@ -126,10 +153,7 @@ class Timeline {
     const leaders = Object.entries(data.leaders).map(([broker, points], i) =>
       [`broker ${broker}`, points, LEADER_COLORS[i % LEADER_COLORS.length]]);
     this.panel(svg, plot, y, "leaders", leaders);
-    leaders.slice(0, 4).forEach(([name, , color], i) => {
-      el("text", { x: 8 + (i % 2) * 42, y: y + 44 + Math.floor(i / 2) * 13, class: "series-label", fill: color },
-        svg).textContent = name.replace("broker ", "b");
-    });
+    this.legends(leaders);
     y += PANEL + 10;
 
     // Raft epochs
@@ -352,9 +376,20 @@ class Timeline {
   }
 }
 
+// Opened at a moment (`?at=`) without a window: zoomed around it, a twentieth of the history (at least 15
+// minutes) wide, so the events near it are not squeezed into a few pixels of a long history
+async function openAround(timeline) {
+  const given = new URLSearchParams(location.search);
+  await timeline.load();
+  if (!timeline.data || timeline.cursorTime === null || !given.has("at") || given.has("from") || given.has("to")) return;
+  const whole = timeline.data.last_time - timeline.data.first_time;
+  const span = Math.max(whole / 20, 15 * 6e4);
+  if (span < whole) timeline.zoomTo(timeline.cursorTime - span / 2, timeline.cursorTime + span / 2);
+}
+
 for (const root of document.querySelectorAll("#timeline")) {
   const timeline = new Timeline(root);
-  timeline.load();
+  openAround(timeline);
   for (const button of document.querySelectorAll("[data-zoom]")) {
     button.addEventListener("click", () => {
       if (!timeline.data) return;
