@@ -37,6 +37,8 @@ function tickLabel(ms, step, previous) {
   return newDay ? `${iso.slice(0, 10)} ${time}` : time;
 }
 
+function plural(count, noun) { return `${count} ${noun}${count === 1 ? "" : "s"}`; }
+
 // A legend entry (a swatch or a line, and its name) in one of the page's legend boxes
 function legendEntry(box, color, name, kind) {
   const swatch = document.createElement("span");
@@ -311,7 +313,8 @@ class Timeline {
     health.append(list([
       ...Object.entries(this.data.series).map(([name, points]) => [`${name.replaceAll("_", " ")}: ${valueAt(points)}`]),
       ...states.map(([broker, state]) => [`broker ${broker}: ${state.replaceAll("_", " ")}`, `${base}brokers?key=${broker}`]),
-      ...(image ? [[`${image.rows.topics} topics, ${image.rows.partitions} partitions, epoch ${image.epoch}`]] : []),
+      ...(image ? [[`${plural(image.rows.topics, "topic")}, ${plural(image.rows.partitions, "partition")}, ` +
+        `epoch ${image.epoch}`]] : []),
     ]));
     const events = card("Latest events up to the cursor");
     events.append(near.length ? list(near.map((e) => [`${e.offset} ${e.table} ${e.change} ${e.key}`,
