@@ -170,7 +170,7 @@ def api_router(settings: Settings) -> APIRouter:
         ex = known(cluster)
         answered = ex.reader.known()
         first, last = answered.span()
-        return HistoryRange(cluster=ex.cluster, warehouse=ex.reader.uri, first_offset=first, last_offset=last,
+        return HistoryRange(cluster=ex.cluster, first_offset=first, last_offset=last,
                             first_time=iso_time(answered.first_time_ms),
                             last_time=iso_time(answered.last_time_ms),
                             gaps=[Gap(first=gap.first, last=gap.last) for gap in answered.gaps],

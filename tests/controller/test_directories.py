@@ -10,7 +10,7 @@ from kraftlake.controller.directories import DirectoryAssignment
 from kraftlake.controller.errors import InvalidRequestError, NotLeaderOrFollowerError, UnknownTopicError
 from kraftlake.controller.versions import SUPPORTED_FEATURES
 from kraftlake.records import metadata_types as mt
-from kraftlake.replay.topics import UNASSIGNED_DIRECTORY as U
+from kraftlake.records.kafka_names import UNASSIGNED_DIRECTORY as U
 from tests.controller.conftest import Harness, incarnation
 
 

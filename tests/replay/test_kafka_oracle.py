@@ -18,8 +18,8 @@ from kraftlake.lake.warehouse import Warehouse
 from kraftlake.records import metadata_types as mt
 from kraftlake.records.batch import encode_batch, make_batch
 from kraftlake.records.control_types import KRaftVersionRecord, VotersRecord
+from kraftlake.records.kafka_names import UNASSIGNED_DIRECTORY as UNASSIGNED
 from kraftlake.replay.log_replay import replay_paths
-from kraftlake.replay.topics import UNASSIGNED_DIRECTORY as UNASSIGNED
 from kraftlake.settings.jars import jar_dir
 from tests.harness.kafka_oracle import (
     ABORTED_THEN_MORE,
