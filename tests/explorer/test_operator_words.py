@@ -14,6 +14,7 @@ from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
 from tests.explorer.conftest import screenshot
 from tests.explorer.scenario import LAST
+from tests.explorer.test_browser import shown_rows
 
 NARROW = {"width": 1280, "height": 900}
 
@@ -45,13 +46,6 @@ def test_the_api_adds_names_beside_the_raw_values(demo_client: TestClient) -> No
     assert partition["directories_name"] == ["MIGRATING"] * 3
 
 
-def cells(page: Any, testid: str) -> list[dict[str, str]]:
-    return page.eval_on_selector_all(
-        f"[data-testid='{testid}'] tbody tr",
-        "rows => rows.map(r => Object.fromEntries([...r.querySelectorAll('td[data-column]')]"
-        ".map(td => [td.dataset.column, td.innerText.trim()])))")
-
-
 def fits(page: Any) -> bool:
     return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
@@ -64,7 +58,7 @@ def test_pages_read_as_operators_write(demo_warehouse: Warehouse, running_ui: An
 
     # an ACL, as kafka-acls and kafka-ui name it, the code on hover; its topic linked
     page.goto(f"{ui.base}/clusters/demo/image/acls")
-    row = cells(page, "rows-acls")[0]
+    row = shown_rows(page, "rows-acls")[0]
     assert " ".join(row[c] for c in ("resource_type", "resource_name", "pattern_type", "operation",
                                      "permission_type")) == "TOPIC orders LITERAL READ ALLOW"
     assert page.locator("td[data-column=operation] .named").get_attribute("title") == "3"
@@ -95,7 +89,7 @@ def test_pages_read_as_operators_write(demo_warehouse: Warehouse, running_ui: An
     assert page.locator("[data-testid=broker-state]").inner_text() == "active"
     assert page.locator("[data-testid=broker-endpoints]").inner_text() == "PLAINTEXT://b0:9092"
     assert page.locator("[data-testid=broker-leads]").inner_text() == f"leads {led.num_rows}"
-    shown = [(r["topic_name"], int(r["partition_id"])) for r in cells(page, "rows-partitions")]
+    shown = [(r["topic_name"], int(r["partition_id"])) for r in shown_rows(page, "rows-partitions")]
     assert shown == sorted(zip(led["topic_name"].to_pylist(), led["partition_id"].to_pylist(), strict=True))
     assert page.locator("[data-testid=broker-episodes] tbody tr").count() == 1  # fenced until it first unfenced
     page.wait_for_selector("[data-testid=timeline] svg")
