@@ -329,7 +329,8 @@ def timeline_out(ex: Explorer, from_text: str | None, to_text: str | None, focus
         leaders={str(broker): points(series, low, high) for broker, series in line.leaders.items()},
         epochs=epochs_out(line),
         events=[Event(offset=int(events.offsets[i]), time=int(events.times[i]), table=events.tables[i],
-                      key=events.keys[i], change=events.changes[i]) for i in shown],
+                      key=events.keys[i], change=events.changes[i], before=events.befores[i],
+                      after=events.afters[i], text=events.texts[i]) for i in shown],
         events_total=len(inside), focus=focus,
     )
 

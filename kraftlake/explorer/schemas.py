@@ -150,6 +150,11 @@ class Event(BaseModel):
     table: str
     key: str = Field(description="the row, as `kraftlake history --key` takes it")
     change: str
+    before: dict[str, Any] = Field(description="raw values before, of those that changed (a config's value, an "
+                                   "ACL's columns; other tables' events carry none)")
+    after: dict[str, Any] = Field(description="raw values after, of those that changed")
+    text: str = Field(description="the event in operators' words: `topic orders retention.ms: 1 day → 7 days`, "
+                      "`+ TOPIC orders LITERAL READ ALLOW User:alice`")
 
 
 class TimelineOut(BaseModel):

@@ -15,20 +15,26 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kraftlake.explorer import words
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.scan import Where
 from kraftlake.lake.warehouse import BATCHES
+from kraftlake.replay.acls import StandardAcl
 
 MIN_ISR = "min.insync.replicas"
 # tables whose changes are events on the timeline, with how users name a row (the `history` key form)
 EVENT_TABLES = ("topics", "configs", "client_quotas", "acls", "scram_credentials", "delegation_tokens", "features",
                 "controllers", "voters", "kraft_version")
+# the columns whose old → new an event shows (raw in the API, in words on the timeline)
+EVENT_VALUES: dict[str, tuple[str, ...]] = {"configs": ("value",), "acls": StandardAcl._fields}
+UNSET = "(unset)"
 BROKER_STATES = ("registered", "fenced", "controlled_shutdown", "unregistered")
 
 
@@ -54,13 +60,17 @@ class Span:
 @dataclass(frozen=True)
 class Events:
     """Changes of the event tables, in offset order: `change` is insert / update / delete, `key` the row as
-    `kraftlake history --key` takes it."""
+    `kraftlake history --key` takes it; `before` / `after` the raw values of `EVENT_VALUES` that changed (a
+    config's value, an ACL's columns), `texts` the event in operators' words."""
 
     offsets: np.ndarray
     times: np.ndarray
     tables: list[str]
     keys: list[str]
     changes: list[str]
+    befores: list[dict[str, Any]]
+    afters: list[dict[str, Any]]
+    texts: list[str]
 
 
 @dataclass(frozen=True)
@@ -306,11 +316,13 @@ def _key_texts(table: str, rows: pa.Table) -> list[str]:
 
 
 def _events(reader: WarehouseReader, clock: Clock) -> Events:
-    """Every change of the event tables: inserts, updates, deletes, each key's versions compared in order."""
-    found: list[tuple[int, str, str, str]] = []
+    """Every change of the event tables: inserts, updates, deletes, each key's versions compared in order (a
+    deletion's values are the version's before it, which may carry none)."""
+    found: list[tuple[int, str, str, str, dict[str, Any], dict[str, Any], str]] = []
     for table in EVENT_TABLES:
         key = list(TABLES[table].key)
-        extra = ["name"] if table == "topics" else []
+        values = EVENT_VALUES.get(table, ())
+        extra = ["name"] if table == "topics" else [c for c in values if c not in key]
         rows = reader.history_rows(table, (), [*key, *extra, "from_offset", "deleted"])
         if rows.num_rows == 0:
             continue
@@ -318,16 +330,43 @@ def _events(reader: WarehouseReader, clock: Clock) -> Events:
         texts = _key_texts(table, rows) if table != "topics" else _topic_names(rows)
         key_values = [tuple(values) for values in zip(*(rows[c].to_pylist() for c in key), strict=True)]
         deleted = rows["deleted"].to_pylist()
+        listed = rows.to_pylist()
         for i, offset in enumerate(rows["from_offset"].to_pylist()):
             had = i > 0 and key_values[i - 1] == key_values[i] and not deleted[i - 1]
             if deleted[i] and not had:
                 continue
             change = "delete" if deleted[i] else "update" if had else "insert"
-            found.append((offset, table, texts[i], change))
+            before = {c: listed[i - 1][c] for c in values} if had else {}
+            after = {} if deleted[i] else {c: listed[i][c] for c in values}
+            changed = [c for c in values if before.get(c) != after.get(c)]
+            before, after = ({c: v for c, v in before.items() if c in changed},
+                             {c: v for c, v in after.items() if c in changed})
+            row = listed[i - 1] if deleted[i] else listed[i]
+            found.append((offset, table, texts[i], change, before, after,
+                          _event_text(table, texts[i], change, row, before, after)))
     found.sort(key=lambda event: event[0])
     offsets = np.array([e[0] for e in found], dtype=np.int64)
     return Events(offsets, clock.times(offsets), [e[1] for e in found], [e[2] for e in found],
-                  [e[3] for e in found])
+                  [e[3] for e in found], [e[4] for e in found], [e[5] for e in found], [e[6] for e in found])
+
+
+def _event_text(table: str, key: str, change: str, row: dict[str, Any], before: dict[str, Any],
+                after: dict[str, Any]) -> str:
+    """An event as an operator reads it: `topic orders retention.ms: 1 day → 7 days` (a secret's value is
+    already `[redacted]` in the table), `+ TOPIC orders LITERAL READ ALLOW User:alice`; other tables'
+    events name the table, the change and the row."""
+    match table:
+        case "configs":
+            resource = ("cluster default" if row["resource_type"] == "broker" and not row["resource_name"]
+                        else f"{row['resource_type']} {row['resource_name']}")
+
+            def shown(value: str | None) -> str:
+                return UNSET if value is None else words.config_value(row["name"], value) or value
+            return f"{resource} {row['name']}: {shown(before.get('value'))} → {shown(after.get('value'))}"
+        case "acls":
+            host = "" if row["host"] == "*" else f" from {row['host']}"
+            return f"{'−' if change == 'delete' else '+'} {words.acl(row)} {row['principal']}{host}"
+    return f"{table.replace('_', ' ')} {change} {key}"
 
 
 def _topic_names(rows: pa.Table) -> list[str]:

@@ -41,6 +41,9 @@ def test_the_api_adds_names_beside_the_raw_values(demo_client: TestClient) -> No
     assert broker["listeners"][0]["security_protocol"] == 0 and broker["listeners_name"] == ["PLAINTEXT"]
     configs = demo_client.get("/api/v1/clusters/demo/image/configs?q=retention").json()["rows"]
     assert [(c["value"], c["value_human"]) for c in configs] == [("604800000", "7 days")]
+    event = demo_client.get("/api/v1/clusters/demo/timeline").json()["events"][-1]
+    assert (event["before"], event["after"], event["text"]) == (
+        {"value": "2000"}, {"value": "604800000"}, "topic orders retention.ms: 2 s → 7 days")
     partition = demo_client.get("/api/v1/clusters/demo/topics/orders/partitions").json()["rows"][0]
     assert partition["leader_recovery_state_name"] == "RECOVERED"
     assert partition["directories_name"] == ["MIGRATING"] * 3
@@ -81,6 +84,13 @@ def test_pages_read_as_operators_write(demo_warehouse: Warehouse, running_ui: An
     assert fits(page)
     assert "UTC (" in page.locator("[data-testid=moment]").inner_text()
     screenshot(page, "demo-topic-1280")
+
+    # the timeline's events at the cursor: a config's old → new in units, the raw values on hover
+    page.goto(f"{ui.base}/clusters/demo?at={LAST}")
+    latest = page.locator("[data-testid=at-cursor] li", has_text="retention.ms").first
+    assert latest.inner_text() == f"{LAST} topic orders retention.ms: 2 s → 7 days"
+    assert latest.get_attribute("title").endswith("value 2000 → 604800000")
+    assert page.locator("[data-testid=at-cursor] li", has_text="+ TOPIC orders LITERAL READ ALLOW User:alice").count()
 
     # a broker's page: its state, endpoint, and the partitions it leads, as the reader has them
     partitions = WarehouseReader(demo_warehouse).image_at(LAST).tables["partitions"]

@@ -66,6 +66,20 @@ def test_events_name_rows_as_history_takes_them(timeline: Timeline) -> None:
     assert timeline.epochs == [(1, 0, LAST)]
 
 
+def test_config_and_acl_events_read_old_to_new(timeline: Timeline) -> None:
+    """A config's value in units (raw kept beside it), a secret's as the table holds it, an ACL in Kafka's
+    names with its principal."""
+    events = {offset: (text, before, after) for offset, text, before, after in zip(
+        timeline.events.offsets.tolist(), timeline.events.texts, timeline.events.befores, timeline.events.afters,
+        strict=True)}
+    assert events[11] == ("cluster default min.insync.replicas: (unset) → 2", {}, {"value": "2"})
+    assert events[35] == ("topic orders retention.ms: 2 s → 7 days", {"value": "2000"}, {"value": "604800000"})
+    assert events[31][0] == "broker 0 ssl.keystore.password: (unset) → [redacted]"
+    assert events[28][0] == "+ TOPIC orders LITERAL READ ALLOW User:alice"
+    assert (events[28][2]["operation"], events[28][2]["principal"]) == (3, "User:alice")
+    assert events[32][0] == "topics insert payments"
+
+
 def test_a_zoomed_out_window_keeps_every_peak() -> None:
     """10,000 points thinned to 2 per bucket: the highest of each bucket survives, and the value at the
     window's start comes from the point before it."""

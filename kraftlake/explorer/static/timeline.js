@@ -11,6 +11,13 @@ const EVENT_COLORS = { topics: "#2456c9", configs: "#0e9384", client_quotas: "#c
   voters: "#475467", kraft_version: "#101828" };
 const LEADER_COLORS = ["#2456c9", "#0e9384", "#c11574", "#b54708", "#6941c6", "#475467", "#f79009", "#2ca02c"];
 
+// An event as the API has it raw: the row's key and each changed value, old → new (the text's words on hover)
+function rawText(event) {
+  const columns = [...new Set([...Object.keys(event.before), ...Object.keys(event.after)])];
+  const change = (c) => `${c} ${event.before[c] ?? "–"} → ${event.after[c] ?? "–"}`;
+  return [`${event.table} ${event.change} ${event.key}`, ...columns.map(change)].join("; ");
+}
+
 function el(name, attrs = {}, parent = null) {
   const node = document.createElementNS(SVG, name);
   for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
@@ -175,7 +182,7 @@ class Timeline {
       const link = el("a", { href: `${this.historyBase}${event.table}?key=${encodeURIComponent(event.key)}` }, plot);
       const tick = el("rect", { x: this.x(event.time) - 1, y, width: 2.5, height: EVENTS - 6,
         fill: EVENT_COLORS[event.table] || "#667085", "data-testid": "event" }, link);
-      el("title", {}, tick).textContent = `${event.table} ${event.change} ${event.key} at offset ${event.offset}`;
+      el("title", {}, tick).textContent = `${event.text} at offset ${event.offset} (${rawText(event)})`;
     }
     for (const version of data.focus) {
       const mark = el("circle", { cx: this.x(version.time), cy: AXIS - 3, r: 4, fill: "#101828", "data-testid": "focus" }, plot);
@@ -303,7 +310,8 @@ class Timeline {
     const card = (title) => { const c = document.createElement("div"); c.className = "card";
       const h = document.createElement("h2"); h.textContent = title; c.append(h); return c; };
     const list = (items) => { const ul = document.createElement("ul");
-      for (const [text, href] of items) { const li = document.createElement("li");
+      for (const [text, href, title] of items) { const li = document.createElement("li");
+        if (title) li.title = title;
         if (href) { const a = document.createElement("a"); a.href = href; a.textContent = text; li.append(a); }
         else li.textContent = text;
         ul.append(li); }
@@ -317,8 +325,8 @@ class Timeline {
         `epoch ${image.epoch}`]] : []),
     ]));
     const events = card("Latest events up to the cursor");
-    events.append(near.length ? list(near.map((e) => [`${e.offset} ${e.table} ${e.change} ${e.key}`,
-      `${base}${e.table}?key=${encodeURIComponent(e.key)}`])) : document.createTextNode("none in view"));
+    events.append(near.length ? list(near.map((e) => [`${e.offset} ${e.text}`,
+      `${base}${e.table}?key=${encodeURIComponent(e.key)}`, rawText(e)])) : document.createTextNode("none in view"));
     box.replaceChildren(health, events);
   }
 
