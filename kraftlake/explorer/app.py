@@ -49,12 +49,14 @@ from kraftlake.explorer.schemas import (
     Point,
     PrincipalHistory,
     Problem,
+    Quiet,
     RowsPage,
     TimelineOut,
     TopicsPage,
     TopicSummary,
 )
 from kraftlake.explorer.service import MAX_PAGE_SIZE, Explorer
+from kraftlake.explorer.words import duration
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.errors import LakeError, TimeTravelError, UnknownKeyError
 from kraftlake.lake.history import iso_time
@@ -332,6 +334,8 @@ def timeline_out(ex: Explorer, from_text: str | None, to_text: str | None, focus
                       key=events.keys[i], change=events.changes[i], before=events.befores[i],
                       after=events.afters[i], text=events.texts[i]) for i in shown],
         events_total=len(inside), focus=focus,
+        quiet=[Quiet(from_time=a, to_time=b, length=duration(b - a))
+               for a, b in tl.quiet_stretches(line.changes, low, high)],
     )
 
 

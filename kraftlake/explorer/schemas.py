@@ -157,6 +157,14 @@ class Event(BaseModel):
                       "`+ TOPIC orders LITERAL READ ALLOW User:alice`")
 
 
+class Quiet(BaseModel):
+    """A stretch in which nothing the timeline draws changes (NoOps only), drawn as a break in the axis."""
+
+    from_time: int
+    to_time: int
+    length: str = Field(description="how long, in words: `23.9 h`")
+
+
 class TimelineOut(BaseModel):
     """The history between `from_time` and `to_time` (epoch ms): each series' points inside the window and
     the one before it, thinned to the highest and last point per pixel-sized bucket when there are more."""
@@ -176,6 +184,8 @@ class TimelineOut(BaseModel):
     epochs: list[Epoch]
     events: list[Event]
     events_total: int
+    quiet: list[Quiet] = Field(description="stretches of the window with no change, longer than a tenth of it "
+                               "and a minute: drawn as breaks, so the events around them stay apart")
     focus: list[Point] = Field(description="versions of the focused row (value: 0 insert, 1 update, 2 delete)")
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,11 @@ EVENT_TABLES = ("topics", "configs", "client_quotas", "acls", "scram_credentials
 # the columns whose old → new an event shows (raw in the API, in words on the timeline)
 EVENT_VALUES: dict[str, tuple[str, ...]] = {"configs": ("value",), "acls": StandardAcl._fields}
 UNSET = "(unset)"
+# a stretch of the window in which nothing the timeline draws changes is drawn as a break when it is longer
+# than a tenth of the window and a minute (a day of NoOps would otherwise squeeze every event into a few pixels)
+QUIET_SHARE = 10
+QUIET_MIN_MS = 60_000
+ACTIVE_MIN_MS = 1000  # the axis' finest tick
 BROKER_STATES = ("registered", "fenced", "controlled_shutdown", "unregistered")
 
 
@@ -101,6 +107,18 @@ class Timeline:
     leaders: dict[int, Series]
     epochs: list[tuple[int, int, int]]  # (epoch, first offset, last offset)
     events: Events
+
+    @cached_property
+    def changes(self) -> np.ndarray:
+        """Every time something the timeline draws changes (an event, a series' step, a broker's state, a Raft
+        epoch), sorted, each once: what bounds its quiet stretches."""
+        spans = [span for spans in self.brokers.values() for span in spans]
+        offsets = [*(s.start for s in spans), *(s.end for s in spans if s.end is not None),
+                   *(o for e in self.epochs for o in e[1:])]
+        series = [self.under_replicated, self.under_min_isr, self.offline, self.fenced_brokers,
+                  *self.leaders.values()]
+        return np.unique(np.concatenate([self.events.times, self.clock.times(np.array(offsets, dtype=np.int64)),
+                                         *(s.times for s in series)]).astype(np.int64))
 
 
 def build_timeline(reader: WarehouseReader) -> Timeline:
@@ -377,6 +395,20 @@ def _topic_names(rows: pa.Table) -> list[str]:
         if name is None and i > 0 and ids[i - 1] == ids[i]:
             names[i] = names[i - 1]
     return [str(name) for name in names]
+
+
+def quiet_stretches(changes: np.ndarray, low_ms: int, high_ms: int) -> list[tuple[int, int]]:
+    """The stretches of [low_ms, high_ms] between two changes (or a change and the window's end) in which
+    nothing changes, those longer than a `QUIET_SHARE`th of the window and `QUIET_MIN_MS`: what the timeline
+    draws as breaks. None when what is left between them is shorter than `ACTIVE_MIN_MS` (a window where
+    nothing or one instant changes is drawn as it is, not as a break beside an empty axis)."""
+    inside = changes[(changes > low_ms) & (changes < high_ms)]
+    edges = np.concatenate([[low_ms], inside, [high_ms]]).astype(np.int64)
+    lengths = np.diff(edges)
+    long = np.flatnonzero(lengths > max((high_ms - low_ms) // QUIET_SHARE, QUIET_MIN_MS))
+    if high_ms - low_ms - int(lengths[long].sum()) < ACTIVE_MIN_MS:
+        return []
+    return [(int(edges[i]), int(edges[i + 1])) for i in long]
 
 
 def window(series: Series, low_ms: int, high_ms: int, buckets: int) -> list[tuple[int, int, int]]:

@@ -38,16 +38,20 @@ RECORDS = [*SCENARIO, *EXTRA]
 LAST = len(RECORDS) - 1
 
 
-def build(path: Path, start_ms: int = START_MS, failover_at: int | None = None) -> Warehouse:
+def build(path: Path, start_ms: int = START_MS, failover_at: int | None = None, quiet_hours: int = 0) -> Warehouse:
     """The warehouse, published in three images (readers must read across them); another cluster of a fleet
-    starts at another time, its controller failing over (Raft epoch 1 → 2) from offset `failover_at`."""
+    starts at another time, its controller failing over (Raft epoch 1 → 2) from offset `failover_at`; then
+    `quiet_hours` of NoOp batches, one an hour (a cluster idling after the incident)."""
     warehouse = Warehouse(path)
     pipeline = MetadataPipeline(warehouse)
+    quiet = [(LAST + hour, start_ms + LAST * 1000 + hour * 3_600_000) for hour in range(1, quiet_hours + 1)]
     for offset, record in enumerate(RECORDS):
         epoch = 2 if failover_at is not None and offset >= failover_at else 1
         pipeline.load(data(offset, epoch, 100, [record], append_time_ms=start_ms + offset * 1000))
         if offset in (12, 26):
             pipeline.commit()
+    for offset, append_ms in quiet:
+        pipeline.load(data(offset, 1 if failover_at is None else 2, 100, [mt.NoOpRecord()], append_time_ms=append_ms))
     pipeline.commit()
     return warehouse
 

@@ -4,14 +4,18 @@ fits a 1,280 px window. Pages in a real browser (Debian's Chromium) against the 
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import pyarrow.compute as pc
+import pytest
 from fastapi.testclient import TestClient
 
+from kraftlake.explorer.timeline import build_timeline
 from kraftlake.explorer.words import config_value, duration, natural_key, plural, size, when
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
+from tests.explorer import scenario
 from tests.explorer.conftest import screenshot
 from tests.explorer.scenario import LAST
 from tests.explorer.test_browser import shown_rows
@@ -109,3 +113,21 @@ def test_pages_read_as_operators_write(demo_warehouse: Warehouse, running_ui: An
     assert page.locator("[data-testid=broker-state]").inner_text() == "in controlled shutdown"
     page.context.close()
     assert errors == []
+
+
+def test_a_quiet_day_squeezes_no_event(tmp_path_factory: pytest.TempPathFactory, running_ui: Any,
+                                       browser: Any) -> None:
+    """A day of NoOps after the demo's 35 s of incident is one break on the axis (linear, the 14 events would
+    share a pixel at 1,280 px); the events around it stay apart."""
+    warehouse = scenario.build(tmp_path_factory.mktemp("explorer-quiet") / "warehouse", quiet_hours=24)
+    ui = running_ui(warehouse, "--name", "demo")
+    page = browser.new_context(viewport=NARROW).new_page()
+    page.goto(f"{ui.base}/clusters/demo")
+    page.wait_for_selector("[data-testid=timeline] [data-testid=event]")
+    quiet = page.locator("[data-testid=quiet]")
+    assert quiet.count() == 1 and quiet.locator("text").text_content() == "1 day"
+    xs = sorted(box["x"] for box in (tick.bounding_box() for tick in page.locator("[data-testid=event]").all()))
+    assert len(xs) == len(build_timeline(WarehouseReader(warehouse)).events.offsets)
+    assert min(b - a for a, b in pairwise(xs)) >= 20
+    screenshot(page, "quiet-day-timeline-1280", full_page=False)
+    page.context.close()

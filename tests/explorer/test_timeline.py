@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from kraftlake.explorer.timeline import Series, Span, Timeline, build_timeline, window
+from kraftlake.explorer.timeline import Series, Span, Timeline, build_timeline, quiet_stretches, window
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
 from tests.explorer.scenario import LAST, START_MS
@@ -94,3 +94,14 @@ def test_a_zoomed_out_window_keeps_every_peak() -> None:
     assert kept[0] == (99, 990, int(values[99]))
     assert window(series, 0, 100, buckets=50) == [(o, o * 10, int(values[o])) for o in range(11)]
     assert window(Series(pa.array([], pa.int64()).to_numpy(), np.array([]), np.array([])), 0, 1, 5) == []
+
+
+def test_quiet_stretches_are_the_long_ones_between_changes() -> None:
+    """A day after 35 s of changes is one break (also when the window starts between changes); a window with
+    nothing long between changes, or nothing but one change between two long stretches, has none."""
+    changes = np.array([0, 1_000, 35_000], dtype=np.int64)
+    day = 86_400_000
+    assert quiet_stretches(changes, 0, 35_000 + day) == [(35_000, 35_000 + day)]
+    assert quiet_stretches(changes, 0, 35_000) == []
+    assert quiet_stretches(changes, 2_000, day) == [(35_000, day)]
+    assert quiet_stretches(np.array([day], dtype=np.int64), 0, 2 * day) == []

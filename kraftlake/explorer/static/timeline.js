@@ -4,6 +4,7 @@
 
 const SVG = "http://www.w3.org/2000/svg";
 const LEFT = 96, RIGHT = 16, AXIS = 38, LANE = 14, LANE_GAP = 4, PANEL = 84, EPOCHS = 18, EVENTS = 26;
+const BREAK = 44, LABEL_ROOM = 120;  // a quiet stretch's width on the axis; the room a tick's label needs
 const STATE_COLORS = { registered: "#2ca02c", fenced: "#d62728", controlled_shutdown: "#ff7f0e", unregistered: "#d0d5dd" };
 const SERIES_COLORS = { under_replicated: "#f79009", under_min_isr: "#7a5af8", offline: "#b42318" };
 const EVENT_COLORS = { topics: "#2456c9", configs: "#0e9384", client_quotas: "#c11574", acls: "#b54708",
@@ -110,8 +111,58 @@ class Timeline {
     return body.time ? Date.parse(body.time) : null;
   }
 
-  x(time) { return LEFT + ((time - this.domain[0]) / (this.domain[1] - this.domain[0])) * this.plotWidth; }
-  time(x) { return this.domain[0] + ((x - LEFT) / this.plotWidth) * (this.domain[1] - this.domain[0]); }
+  // Time → x, piecewise: each quiet stretch in view (the API's `quiet`: nothing changes there) takes BREAK px,
+  // the rest of the plot is shared by the time in which something happens, so a day of NoOps squeezes nothing
+  scale() {
+    const [from, to] = this.domain;
+    this.breaks = this.data.quiet.filter((q) => q.from_time >= from && q.to_time <= to);
+    const quietMs = this.breaks.reduce((sum, q) => sum + q.to_time - q.from_time, 0);
+    const perMs = (this.plotWidth - this.breaks.length * BREAK) / Math.max(to - from - quietMs, 1);
+    this.knots = [[from, LEFT]];
+    let x = LEFT, t = from;
+    for (const q of this.breaks) {
+      x += (q.from_time - t) * perMs;
+      this.knots.push([q.from_time, x], [q.to_time, x + BREAK]);
+      x += BREAK; t = q.to_time;
+    }
+    this.knots.push([to, LEFT + this.plotWidth]);
+    this.perMs = perMs;
+  }
+
+  // between the knots (time, x) around `value` in column `from`, the other column; beyond them the active slope
+  interpolate(value, from) {
+    const k = this.knots, to = 1 - from, last = k.length - 1;
+    const slope = from === 0 ? this.perMs : 1 / this.perMs;
+    if (value <= k[0][from]) return k[0][to] - (k[0][from] - value) * slope;
+    if (value >= k[last][from]) return k[last][to] + (value - k[last][from]) * slope;
+    let i = 1;
+    while (k[i][from] < value) i++;
+    const [a, b] = [k[i - 1], k[i]];
+    return b[from] === a[from] ? a[to] : a[to] + ((value - a[from]) / (b[from] - a[from])) * (b[to] - a[to]);
+  }
+
+  x(time) { return this.interpolate(time, 0); }
+  time(x) { return this.interpolate(x, 1); }
+
+  // Ticks in the stretches where something happens, a step that suits their time; labels where there is room
+  ticks(axis, height) {
+    const active = [];
+    for (let i = 0; i < this.knots.length - 1; i += 2) active.push([this.knots[i][0], this.knots[i + 1][0]]);
+    const activeMs = active.reduce((sum, [a, b]) => sum + b - a, 0);
+    const { step } = niceTicks(0, Math.max(activeMs, 1000), Math.max(2, this.plotWidth / 130));
+    const breaks = this.breaks.map((q) => this.x(q.from_time));
+    let labelled = -Infinity, previous = null;
+    for (const [a, b] of active) {
+      for (let t = Math.ceil(a / step) * step; t <= b; t += step) {
+        const x = this.x(t);
+        el("line", { x1: x, x2: x, y1: AXIS - 4, y2: height }, axis);
+        if (x - labelled < LABEL_ROOM || x + LABEL_ROOM / 2 > LEFT + this.plotWidth ||
+            breaks.some((edge) => edge > x - 4 && edge < x + LABEL_ROOM)) continue;
+        el("text", { x: x + 3, y: AXIS - 8 }, axis).textContent = tickLabel(t, step, previous);
+        labelled = x; previous = t;
+      }
+    }
+  }
 
   draw() {
     const data = this.data;
@@ -128,15 +179,18 @@ class Timeline {
     const plot = el("g", { class: "plot", "clip-path": "url(#plot-clip)" }, svg);
     el("rect", { x: LEFT, y: 0, width: this.plotWidth, height, fill: "transparent", "data-testid": "timeline-plot" }, plot);
 
-    // axis
+    // axis, broken at each quiet stretch
+    this.scale();
     const axis = el("g", { class: "axis" }, svg);
-    const { ticks, step } = niceTicks(this.domain[0], this.domain[1], Math.max(2, this.plotWidth / 130));
     el("text", { x: 8, y: AXIS - 8 }, axis).textContent = "UTC";
-    ticks.forEach((t, i) => {
-      el("line", { x1: this.x(t), x2: this.x(t), y1: AXIS - 4, y2: height }, axis);
-      el("text", { x: this.x(t) + 3, y: AXIS - 8 }, axis).textContent =
-        tickLabel(t, step, i ? ticks[i - 1] : null);
-    });
+    this.ticks(axis, height);
+    for (const q of this.breaks) {
+      const x = this.x(q.from_time);
+      const mark = el("g", { "data-testid": "quiet" }, plot);
+      el("rect", { x: x + 6, y: AXIS - 4, width: BREAK - 12, height: height - AXIS + 4, class: "quiet" }, mark);
+      el("text", { x: x + BREAK / 2, y: AXIS - 8, "text-anchor": "middle", class: "lane-label" }, mark).textContent = q.length;
+      el("title", {}, mark).textContent = `quiet for ${q.length}: nothing changed (no event, NoOps only)`;
+    }
     let y = AXIS;
 
     // brokers' swimlanes
