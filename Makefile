@@ -10,7 +10,7 @@ JARS := build/jars
 JAR_STAMPS := $(JARS)/kafka/.fetched $(JARS)/kafka-shell/.fetched $(JARS)/spark/.fetched
 ORACLE := $(JARS)/oracle/classes/.compiled
 
-.PHONY: run test test-long check docs lint typecheck bench clean install jars fuzz config-types
+.PHONY: run test test-long check docs lint typecheck bench clean install jars fuzz config-types config-defaults
 
 install: $(STAMP) jars
 
@@ -42,6 +42,11 @@ $(ORACLE): $(wildcard java/oracle/src/*.java) $(JARS)/kafka/.fetched
 # written from Kafka's jars; tests/records/test_config_secrecy.py fails when the kept file differs from them.
 config-types: $(ORACLE)
 	java -cp '$(JARS)/oracle/classes:$(JARS)/kafka/*' kraftlake.oracle.KafkaConfigTypes > kraftlake/records/kafka_config_types.tsv
+
+# Kafka's config defaults and topic configs' cluster-default synonyms (kraftlake/records/config_defaults.py);
+# tests/explorer/test_config_defaults.py fails when the kept file differs from them.
+config-defaults: $(ORACLE)
+	java -cp '$(JARS)/oracle/classes:$(JARS)/kafka/*' kraftlake.oracle.KafkaConfigTypes --defaults > kraftlake/records/kafka_config_defaults.tsv
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -6,6 +6,7 @@ import org.apache.kafka.common.config.types.Password;
 import org.apache.kafka.coordinator.group.GroupConfig;
 import org.apache.kafka.server.config.AbstractKafkaConfig;
 import org.apache.kafka.server.config.DynamicConfig;
+import org.apache.kafka.server.config.ServerTopicConfigSynonyms;
 import org.apache.kafka.storage.internals.log.LogConfig;
 
 import java.io.BufferedReader;
@@ -26,6 +27,13 @@ import java.util.TreeMap;
  * <p>{@code KafkaConfigTypes --loggable} reads {@code RESOURCE_TYPE_ID<TAB>NAME} lines and prints, for each,
  * {@code hidden} or {@code shown}: what Kafka's {@code AbstractKafkaConfig.loggableValue} makes of that config's
  * value (a PASSWORD, or a config Kafka does not know, is hidden). The tests compare kraftlake's rule with it.
+ *
+ * <p>{@code KafkaConfigTypes --defaults} prints {@code SCOPE<TAB>NAME<TAB>DEFAULT<TAB>BROKER_SYNONYM} for every
+ * broker ({@code AbstractKafkaConfig.CONFIG_DEF}) and topic ({@code LogConfig}) config, sorted: the default as
+ * {@code ConfigDef.convertToString} writes it ({@code \N} when there is none, a PASSWORD's {@code [redacted]}),
+ * with backslash, tab and newline escaped; a topic config's broker synonym, the cluster default it falls back
+ * to ({@code ServerTopicConfigSynonyms}, empty when none). kraftlake keeps it as
+ * {@code kraftlake/records/kafka_config_defaults.tsv}.
  */
 public final class KafkaConfigTypes {
     private KafkaConfigTypes() {
@@ -34,6 +42,8 @@ public final class KafkaConfigTypes {
     public static void main(String[] args) throws IOException {
         if (args.length == 1 && args[0].equals("--loggable")) {
             loggable();
+        } else if (args.length == 1 && args[0].equals("--defaults")) {
+            defaults();
         } else if (args.length == 0) {
             Map<String, Map<String, ConfigDef.ConfigKey>> scopes = new TreeMap<>();
             scopes.put("broker", AbstractKafkaConfig.CONFIG_DEF.configKeys());
@@ -45,7 +55,7 @@ public final class KafkaConfigTypes {
                 out.append(scope).append('\t').append(name).append('\t').append(key.type.name()).append('\n')));
             System.out.print(out);
         } else {
-            System.err.println("usage: KafkaConfigTypes [--loggable]");
+            System.err.println("usage: KafkaConfigTypes [--loggable | --defaults]");
             System.exit(2);
         }
     }
@@ -60,5 +70,31 @@ public final class KafkaConfigTypes {
             out.append(Password.HIDDEN.equals(value) ? "hidden" : "shown").append('\n');
         }
         System.out.print(out);
+    }
+
+    private static void defaults() {
+        Map<String, Map<String, ConfigDef.ConfigKey>> scopes = new TreeMap<>();
+        scopes.put("broker", AbstractKafkaConfig.CONFIG_DEF.configKeys());
+        scopes.put("topic", LogConfig.configKeys());
+        StringBuilder out = new StringBuilder();
+        scopes.forEach((scope, keys) -> new TreeMap<>(keys).forEach((name, key) -> {
+            String shown;
+            if (key.defaultValue == null || key.defaultValue == ConfigDef.NO_DEFAULT_VALUE) {
+                shown = "\\N";
+            } else if (key.type == ConfigDef.Type.PASSWORD) {
+                shown = "[redacted]";
+            } else {
+                shown = escaped(ConfigDef.convertToString(key.defaultValue, key.type));
+            }
+            String synonym = scope.equals("topic")
+                ? ServerTopicConfigSynonyms.TOPIC_CONFIG_SYNONYMS.getOrDefault(name, "") : "";
+            out.append(scope).append('\t').append(name).append('\t').append(shown).append('\t').append(synonym)
+                .append('\n');
+        }));
+        System.out.print(out);
+    }
+
+    private static String escaped(String value) {
+        return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n");
     }
 }
