@@ -27,7 +27,7 @@ from kraftlake.explorer.app import Page, Size, cluster_of
 from kraftlake.explorer.clusters import Clusters
 from kraftlake.explorer.errors import NotFound
 from kraftlake.explorer.service import Explorer
-from kraftlake.explorer.words import acl, plural, when, when_iso, word
+from kraftlake.explorer.words import CONFIG_ORIGIN, acl, plural, when, when_iso, word
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.history import iso_time
 
@@ -292,7 +292,8 @@ def page_router(settings: Any) -> APIRouter:
         return render("table.html.j2", **common(request, explorer, table, offset), table=table, found=found,
                       rows=found.rows, q=q or "",
                       sort=sort or "", desc=desc, page=page, size=size,
-                      columns=TABLES[table].schema.names)
+                      columns=[*TABLES[table].schema.names, *(CONFIG_ORIGIN if table == "configs" else ())],
+                      unsorted=CONFIG_ORIGIN)
 
     @router.get("/clusters/{cluster}/topics/{topic}")
     def topic(request: Request, cluster: str, topic: str, only: str | None = None, page: Page = 1,

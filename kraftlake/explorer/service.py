@@ -34,6 +34,7 @@ from kraftlake.lake.history import Version
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.scan import Where
 from kraftlake.lake.time_travel import WarehouseImage
+from kraftlake.records.config_defaults import topic_fallbacks
 from kraftlake.replay.image import Provenance
 
 V = TypeVar("V")
@@ -351,12 +352,25 @@ class Explorer:
         return int(hosted.sum()), int(leads.sum()), found
 
     def configs_of(self, offset: int, resource_type: str, resource_name: str) -> list[dict[str, Any]]:
-        """The dynamic configs set on one resource at `offset` (a topic's, a broker's; `broker`, "": the
-        cluster default), by name."""
+        """The dynamic configs that apply to one resource at `offset` (a topic, a broker; `broker`, "": the
+        cluster default), by name: those set on it, then the cluster defaults it falls back to where it sets
+        none (a topic: through Kafka's synonyms, `log.retention.ms` for `retention.ms`); each row its `source`."""
         configs = self.image(offset).tables["configs"]
-        mine = configs.filter(pc.and_(pc.equal(configs["resource_type"], resource_type),
-                                      pc.equal(configs["resource_name"], resource_name)))
-        return named_rows("configs", mine.sort_by("name"))
+
+        def set_on(kind: str, name: str) -> pa.Table:
+            return configs.filter(pc.and_(pc.equal(configs["resource_type"], kind),
+                                          pc.equal(configs["resource_name"], name))).sort_by("name")
+
+        mine = set_on(resource_type, resource_name)
+        rows = named_rows("configs", mine)
+        if resource_type == "topic" or (resource_type == "broker" and resource_name):
+            own = set(mine["name"].to_pylist())
+            fallbacks = topic_fallbacks() if resource_type == "topic" else None
+            for row in named_rows("configs", set_on("broker", "")):
+                overrides = row["name"] if fallbacks is None else fallbacks.get(row["name"])
+                if overrides is not None and overrides not in own:
+                    rows.append(row)
+        return rows
 
     # -- changes and history ----------------------------------------------------------------------------
 

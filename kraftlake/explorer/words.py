@@ -1,7 +1,8 @@
 """Values in the words operators use (kafka-ui, AKHQ, kafka-acls): Kafka's names for its codes, durations and
 sizes in units (`7 days`, `10 MiB`), times with date, zone and how long ago, counts with their noun in the
 right number. The pages show these with the raw value on hover; the API adds them beside the raw value
-(`<column>_name` for a name, `<column>_human` for a unit), so a row stays the CLI's line plus fields."""
+(`<column>_name` for a name, `<column>_human` for a unit; a config its `source` and Kafka's `default`), so a row
+stays the CLI's line plus fields."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from kraftlake.records.config_defaults import config_source, kafka_default
 from kraftlake.records.kafka_names import (
     ACL_OPERATIONS,
     DIRECTORY_IDS,
@@ -37,6 +39,7 @@ SIZE_UNITS = ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "K
 # a config's unit by the suffix of its name (Kafka's own naming convention: retention.ms, segment.bytes, …)
 CONFIG_UNITS_MS = {".ms": 1, ".seconds": 1000, ".minutes": 60_000, ".hours": 3_600_000}
 RATE_QUOTAS = frozenset({"producer_byte_rate", "consumer_byte_rate"})
+CONFIG_ORIGIN = ("source", "default")  # the fields a configs row gains (`config_origin`): not the table's own
 WHOLE = re.compile(r"-?[0-9]+")
 DIGITS = re.compile(r"([0-9]+)")
 
@@ -130,7 +133,7 @@ def word(table: str, column: str, value: Any, row: Mapping[str, Any] | None = No
         return ", ".join(f"{f['name']} {f['min_supported_version']}–{f['max_supported_version']}" for f in value)
     if (table, column) in TIME_COLUMNS and isinstance(value, int):
         return when(value)
-    if row is not None and table == "configs" and column == "value":
+    if row is not None and table == "configs" and column in ("value", "default"):
         return config_value(str(row.get("name", "")), value)
     if row is not None and table == "client_quotas" and column == "value" and row.get("key") in RATE_QUOTAS:
         return size(int(value)) + "/s"
@@ -151,6 +154,19 @@ def api_fields(table: str, row: Mapping[str, Any]) -> dict[str, Any]:
             added[f"{column}_name"] = word(table, column, value)
         elif column != "supported_features" and (text := word(table, column, value, row)) is not None:
             added[f"{column}_human"] = text
+    if table == "configs":
+        added.update(config_origin(row))
+    return added
+
+
+def config_origin(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A config row's `source` (topic, dynamic broker, cluster default) and Kafka's `default` (raw, and in
+    units as `default_human`)."""
+    resource_type, name = str(row["resource_type"]), str(row["name"])
+    default = kafka_default(resource_type, name)
+    added = dict(zip(CONFIG_ORIGIN, (config_source(resource_type, str(row["resource_name"])), default), strict=True))
+    if (text := config_value(name, default)) is not None:
+        added["default_human"] = text
     return added
 
 

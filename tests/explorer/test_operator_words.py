@@ -77,8 +77,12 @@ def test_pages_read_as_operators_write(demo_warehouse: Warehouse, running_ui: An
     # the topic page: its retention in days (milliseconds on hover), the offline and under-min-ISR partitions
     # marked, replicas linked to their brokers, all within 1,280 px
     page.goto(f"{ui.base}/clusters/demo/topics/orders")
-    retention = page.locator("[data-testid=topic-configs] tr", has_text="retention.ms").locator(".named")
-    assert (retention.inner_text(), retention.get_attribute("title")) == ("7 days", "604800000")
+    retention = page.locator("[data-testid=topic-configs] tr", has_text="retention.ms")
+    value = retention.locator("[data-testid=config-value] .named")
+    assert (value.inner_text(), value.get_attribute("title")) == ("7 days", "604800000")
+    # where it comes from, and Kafka's default beside it
+    assert retention.locator("[data-testid=config-source]").inner_text() == "topic"
+    assert retention.locator("[data-testid=config-default]").inner_text() == "7 days"
     assert page.locator("tr.offline td[data-column=leader]").inner_text() == "-1"
     assert page.locator("tr.under-min-isr").count() == 1
     assert page.locator("td[data-column=replicas] a").first.get_attribute("href").startswith(
@@ -109,6 +113,9 @@ def test_pages_read_as_operators_write(demo_warehouse: Warehouse, running_ui: An
     page.wait_for_selector("[data-testid=timeline] svg")
     assert fits(page)
     screenshot(page, "demo-broker-1280")
+    inherited = page.locator("[data-testid=broker-configs] tr", has_text="min.insync.replicas")
+    assert [inherited.locator(f"[data-testid=config-{c}]").inner_text() for c in ("value", "source", "default")] \
+        == ["2", "cluster default", "1"]
     page.goto(f"{ui.base}/clusters/demo/brokers/1")
     assert page.locator("[data-testid=broker-state]").inner_text() == "in controlled shutdown"
     page.context.close()
