@@ -57,6 +57,9 @@ class Source(Protocol):
     @property
     def leader_changes(self) -> int: ...
 
+    @property
+    def reconnects(self) -> int: ...
+
     def poll(self) -> list[CommittedBatch | FetchedSnapshot]: ...
 
     def close(self) -> None: ...
@@ -96,9 +99,13 @@ class Follower:
         self.stop = stop or threading.Event()
         self.published_offset = -1  # the topic holds the log up to here, as acknowledged
         self.snapshots = 0  # snapshots published
-        self.messages = 0
+        self.messages = 0  # batches copied, a snapshot's included
+        self.copied_bytes = 0
+        self.last_batch_time = -1.0  # the newest copied batch's append time, epoch seconds
         self.gaps: list[Gap] = []  # offsets Kafka deleted before they were read, bridged by a snapshot
         self._reached_topic = False  # until the topic's tail was read once, a failing broker is an error
+        self._source: Source | None = None  # the session's; the last one's position stays the facts after it
+        self._reconnects_before = 0  # by the sources of sessions that ended
 
     def run(self) -> None:
         backoff = self.config.publisher.retry_backoff_ms / 1000
@@ -121,7 +128,9 @@ class Follower:
         ensure_topic(publisher)
         tail = read_tail(publisher)
         self._reached_topic = True
-        source = open_source(self.config.source, tail)
+        if self._source is not None:
+            self._reconnects_before += self._source.reconnects
+        self._source = source = open_source(self.config.source, tail)
         start = source.position.next_offset
         log.info("follow: topic %s holds the log up to offset %d; fetching from offset %d",
                  publisher.topic, tail.next_offset - 1, start)
@@ -147,7 +156,7 @@ class Follower:
                     changes = source.leader_changes
                 # due, or the source answers again after a silence the file still shows (it would read as STALLED)
                 if now >= next_status or source.position.answered_at > written + self.config.status_interval_s:
-                    self._write_status(source)
+                    self._write_status()
                     next_status, written = now + self.config.status_interval_s, source.position.answered_at
         finally:
             source.close()
@@ -156,20 +165,29 @@ class Follower:
     def _line(self, source: Source) -> str:
         return f"{source.position.describe()}; {self.messages} messages published"
 
-    def _write_status(self, source: Source) -> None:
-        if self.config.status_file is None:
-            return
+    def status(self) -> Status | None:
+        """Where following stands now (None before the first session): what the status file holds and the
+        metrics show (`kraftlake.metrics.follow`), from one place."""
+        source = self._source
+        if source is None:
+            return None
         position = source.position
-        write_status(self.config.status_file, Status(
+        return Status(
             self._line(source), self.published_offset, position.next_offset, position.high_watermark,
             position.advanced_at, position.answered_at, self.config.stall_after_s, time.time(), os.getpid(),
-            tuple(self.gaps),
-        ))
+            tuple(self.gaps), reconnects=self._reconnects_before + source.reconnects, copied_batches=self.messages,
+            copied_bytes=self.copied_bytes, last_batch_time=self.last_batch_time,
+        )
+
+    def _write_status(self) -> None:
+        status = self.status()
+        if self.config.status_file is not None and status is not None:
+            write_status(self.config.status_file, status)
 
     def _produce(self, session: ProducerSession, item: CommittedBatch | FetchedSnapshot) -> None:
         if isinstance(item, CommittedBatch):
             session.produce(item.header.base_offset, item.header.last_offset, item.raw)
-            self.messages += 1
+            self._copied((item,))
             return
         batches = item.batches
         source = f"snapshot {item.snapshot_id.file_name()}"
@@ -185,7 +203,13 @@ class Follower:
         key_offset = item.snapshot_id.end_offset - 1
         for batch in batches:
             session.produce(key_offset, key_offset, batch.raw, key=encode_snapshot_key(item.snapshot_id))
-        self.messages += len(batches)
+        self._copied(batches)
         self.snapshots += 1
         log.info("follow: published %s (%d batches); the log follows from offset %d",
                  source, len(batches), item.snapshot_id.end_offset)
+
+    def _copied(self, batches: tuple[CommittedBatch, ...]) -> None:
+        self.messages += len(batches)
+        self.copied_bytes += sum(len(batch.raw) for batch in batches)
+        newest = max((batch.header.max_timestamp for batch in batches), default=-1)
+        self.last_batch_time = max(self.last_batch_time, newest / 1000)

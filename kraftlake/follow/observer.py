@@ -33,7 +33,7 @@ from typing import Any
 
 from kraftlake.follow.client import ControllerConnection, Endpoint, FollowError, Unreachable, error_name
 from kraftlake.follow.security import PLAINTEXT, Security
-from kraftlake.follow.status import stall_reason
+from kraftlake.follow.status import offsets_behind, stall_reason
 from kraftlake.records import rpc
 from kraftlake.records.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, read_header
 from kraftlake.records.errors import RecordFormatError
@@ -94,7 +94,8 @@ class Position:
     last_error: str | None = None  # why the last poll got no log, until one does
 
     def describe(self) -> str:
-        lag = max(0, self.high_watermark - self.next_offset) if self.high_watermark >= 0 else "?"
+        behind = offsets_behind(self)
+        lag = "?" if behind is None else behind
         leader = f"{self.leader_id} (epoch {self.epoch}) at {self.endpoint}" if self.leader_id >= 0 else "unknown"
         error = f"; last error: {self.last_error}" if self.last_error else ""
         return f"offset {self.next_offset}, high watermark {self.high_watermark}, lag {lag}, leader {leader}{error}"
@@ -119,6 +120,7 @@ class Observer:
         self._started = time.monotonic()
         self._watched_since = time.time()  # a stall reconnects once per period: the last reconnect or the start
         self.leader_changes = 0
+        self.reconnects = 0  # connections opened after the first
 
     def close(self) -> None:
         self._disconnect()
@@ -341,6 +343,7 @@ class Observer:
         self._connection = ControllerConnection(endpoint, self.config.request_deadline_s, self.config.security)
         if self.position.last_error is not None:
             log.info("follow: reconnected to %s; offset %d next", endpoint, self.position.next_offset)
+        self.reconnects += self._ever_connected
         self._ever_connected = True
         return self._connection
 

@@ -51,6 +51,11 @@ def stall_reason(progress: Progress, stall_after_s: float, now: float) -> str | 
     return None
 
 
+def offsets_behind(progress: Progress) -> int | None:
+    """The lag in offsets: how far the high watermark is ahead of the next offset (None: not known yet)."""
+    return max(0, progress.high_watermark - progress.next_offset) if progress.high_watermark >= 0 else None
+
+
 @dataclass(frozen=True)
 class Gap:
     """Offsets the follower never read: Kafka deleted them before it got there, and a snapshot bridged them."""
@@ -79,6 +84,15 @@ class Status:
     pid: int
     gaps: tuple[Gap, ...] = ()
     failed: str = ""  # a fleet's follower that stopped with an error: its one line, until it follows again
+    reconnects: int = 0  # connections to a controller opened after the first (leader changes, outages, stalls)
+    copied_batches: int = 0  # messages published: one per batch, a snapshot's batches included
+    copied_bytes: int = 0  # their values' bytes
+    last_batch_time: float = -1.0  # the newest copied batch's append time (max timestamp), epoch seconds
+
+    def lag_seconds(self, now: float) -> float | None:
+        """How old the newest copied batch is, as Kafka's loader's `last-applied-record-lag-ms` (a KRaft leader
+        appends a NoOp every 500 ms, so a current follower stays near that); None before the first batch."""
+        return max(0.0, now - self.last_batch_time) if self.last_batch_time >= 0 else None
 
     def stalled(self, now: float) -> str | None:
         return stall_reason(self, self.stall_after_s, now)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from kraftlake.follow.client import FollowError
 from kraftlake.follow.observer import CommittedBatch, FetchedSnapshot
+from kraftlake.follow.status import offsets_behind
 from kraftlake.records.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, decode_batch_at, read_header
 from kraftlake.records.errors import RecordFormatError
 from kraftlake.records.files import MetadataLogDir, SnapshotId, read_snapshot, segment_base_offset
@@ -53,12 +54,9 @@ class TailPosition:
     advanced_at: float = field(default_factory=time.time)  # when `next_offset` last moved (the stall rule)
     answered_at: float = field(default_factory=time.time)  # when the directory was last read
 
-    @property
-    def lag(self) -> int | None:
-        return max(0, self.high_watermark - self.next_offset) if self.high_watermark >= 0 else None
-
     def describe(self) -> str:
-        lag = "?" if self.lag is None else self.lag
+        behind = offsets_behind(self)
+        lag = "?" if behind is None else behind
         return f"offset {self.next_offset}, end of log {self.high_watermark}, lag {lag}, reading {self.segment}"
 
 
@@ -75,6 +73,7 @@ class DirectoryTail:
         self.config = config
         self.position = TailPosition(next_offset)
         self.leader_changes = 0  # a directory has no leader to change
+        self.reconnects = 0  # nor a connection to open again
         self._snapshot_first = snapshot_first  # the topic ends inside a snapshot: a whole one must come first
         self._cursor: _Cursor | None = None
         self._checker = LogChecker()  # epochs only checked never to go back (see the module docstring)
