@@ -21,6 +21,8 @@ def follow_fleet(args: argparse.Namespace) -> int:
     """Every cluster of the fleet file, until SIGTERM/SIGINT; SIGHUP looks at the file now."""
     from kraftlake.bridge.publisher import PublisherConfig
     from kraftlake.fleet.supervisor import FleetSupervisor, SupervisorConfig
+    from kraftlake.metrics.endpoint import metrics_served
+    from kraftlake.metrics.follow import FollowCollector
     from kraftlake.settings import load_kraftlake
 
     if args.bootstrap_controllers or args.topic:
@@ -37,7 +39,8 @@ def follow_fleet(args: argparse.Namespace) -> int:
         supervisor.look_now.set()
 
     signal.signal(signal.SIGHUP, _look_now)
-    supervisor.run()  # a fleet file that does not load at start: SettingsError, one line
+    with metrics_served(args.metrics_address, [FollowCollector(supervisor.statuses)], logging.getLogger().info):
+        supervisor.run()  # a fleet file that does not load at start: SettingsError, one line
     print(f"stopped: {len(supervisor.followers)} cluster followers")
     return 0
 

@@ -24,8 +24,9 @@ def expected_errors() -> tuple[type[Exception], ...]:
     Imported when a command fails, not at start: the controller's package costs every command ~0.3 s."""
     from kraftlake.controller.admin_client import AdminError
     from kraftlake.inputs import InputError
+    from kraftlake.metrics.errors import MetricsError
 
-    return UserFacingError, SettingsError, AdminError, InputError
+    return UserFacingError, SettingsError, AdminError, InputError, MetricsError
 
 
 # Each module names one area of the tool, exposes `register(subparsers) -> None` and adds these commands.

@@ -176,6 +176,12 @@ class FleetSupervisor:
             for follower in self.followers.values():
                 follower.join(30)
 
+    def statuses(self) -> list[tuple[str, Status]]:
+        """Each running cluster's status, for the metrics (called from another thread: a copy of the dict)."""
+        running = [(name, cluster.follower) for name, cluster in list(self.followers.items())]
+        return [(name, status) for name, follower in running
+                if follower is not None and (status := follower.status()) is not None]
+
     def _stamps(self) -> list[tuple[int, int]]:
         return [file_stamp(path) for path in self._watched]
 

@@ -60,6 +60,9 @@ def add_follower_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stall-timeout", type=float, metavar="SECONDS",
                         help="STALLED after this long without progress while the quorum moves on: the follower "
                              "reconnects, --status exits 1 (default: [follow] stall_seconds in the config)")
+    parser.add_argument("--metrics-address", metavar="HOST:PORT",
+                        help="serve Prometheus metrics at http://HOST:PORT/metrics (a port alone: on 127.0.0.1; "
+                             "default: off)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -113,6 +116,8 @@ def run_follower(args: argparse.Namespace, source: ObserverConfig | TailConfig) 
     from kraftlake.follow.client import FollowError
     from kraftlake.follow.follower import FollowConfig, Follower
     from kraftlake.follow.observer import ObserverConfig
+    from kraftlake.metrics.endpoint import metrics_served
+    from kraftlake.metrics.follow import FollowCollector
     from kraftlake.settings import MIN_STALL_SECONDS, load_kraftlake
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -127,8 +132,10 @@ def run_follower(args: argparse.Namespace, source: ObserverConfig | TailConfig) 
     publisher = PublisherConfig(bootstrap, topic=args.topic or kafka.topic)
     config = FollowConfig(source, publisher, args.log_interval, args.status_file, stall)
     follower = Follower(config, stop_on_signals())
+    collector = FollowCollector(lambda: [("default", s) for s in [follower.status()] if s is not None])
     try:
-        follower.run()
+        with metrics_served(args.metrics_address, [collector], logging.getLogger(__name__).info):
+            follower.run()
     except FollowError as error:
         raise UserFacingError(f"{error} ({_holds(config, follower)}; a rerun resumes there)") from None
     except (PublishError, KafkaException) as error:
