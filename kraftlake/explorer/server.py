@@ -21,6 +21,9 @@ from uvicorn import Config, Server
 from kraftlake.explorer.app import LOG, Settings, create_app
 from kraftlake.explorer.clusters import Clusters
 from kraftlake.explorer.errors import UnsafeBind
+from kraftlake.metrics.endpoint import metrics_served
+from kraftlake.metrics.health import HealthCollector
+from kraftlake.metrics.requests import RequestLatency, request_histogram
 
 LOOPBACK_NAMES = ("localhost",)
 TOKEN_ENV = "KRAFTLAKE_UI_TOKEN"
@@ -32,6 +35,7 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 0  # 0: a free port
     token: str | None = None
+    metrics_address: str | None = None  # `--metrics-address`: Prometheus metrics beside the app (`kraftlake.metrics`)
 
 
 def is_loopback(host: str) -> bool:
@@ -90,9 +94,13 @@ def serve(clusters: Clusters, options: ServeOptions, stop: threading.Event,
     handler.setFormatter(logging.Formatter("kraftlake ui: %(message)s"))
     LOG.addHandler(handler)
     LOG.setLevel(logging.INFO)
-    config = Config(app, log_level="warning", access_log=False, server_header=False,
-                            timeout_graceful_shutdown=GRACEFUL_STOP_S)
-    StoppableServer(config, stop).run(sockets=[sock])
+    latency = request_histogram()
+    with metrics_served(options.metrics_address, [latency, HealthCollector(clusters)], announce) as metrics:
+        if metrics is not None:
+            app.add_middleware(RequestLatency, histogram=latency)
+        config = Config(app, log_level="warning", access_log=False, server_header=False,
+                        timeout_graceful_shutdown=GRACEFUL_STOP_S)
+        StoppableServer(config, stop).run(sockets=[sock])
 
 
 class StoppableServer(Server):

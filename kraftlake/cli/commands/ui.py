@@ -32,6 +32,9 @@ def register(subparsers: Any) -> None:
     ui.add_argument("--cache-mb", type=int, default=512,
                     help="memory for cached images (default 512; a fleet's clusters share it)")
     ui.add_argument("--config", type=Path, help="TOML settings (default conf/kraftlake.toml)")
+    ui.add_argument("--metrics-address", metavar="HOST:PORT",
+                    help="serve Prometheus metrics (request latency, each cluster's health) at "
+                         "http://HOST:PORT/metrics (a port alone: on 127.0.0.1; default: off)")
     ui.set_defaults(handler=run_ui)
 
 
@@ -41,7 +44,7 @@ def run_ui(args: argparse.Namespace) -> int:
     from kraftlake.stopping import stop_on_signals
 
     token = args.token or os.environ.get(TOKEN_ENV) or None
-    options = ServeOptions(args.host, args.port, token)
+    options = ServeOptions(args.host, args.port, token, args.metrics_address)
     clusters = fleet_clusters(args) if args.fleet else one_cluster(args)
     stop = stop_on_signals()  # Ctrl-C and SIGTERM stop the server: exit 0, one line
     try:
