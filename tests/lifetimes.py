@@ -13,7 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 SERVERS = frozenset({"kafka_broker", "spark", "spark_cluster", "kafka_cluster", "kafka_cluster_factory",
-                     "operator_scenario", "s3_store", "chromium", "browser", "postgres"})
+                     "operator_scenario", "s3_store", "chromium", "browser", "postgres",
+                     "prometheus"})
 _users: Counter[str] = Counter()
 
 
