@@ -1,0 +1,39 @@
+"""`kraftlake follow --fleet` scraped by a real Prometheus: one series per cluster of the fleet file, a cluster
+that follows (a real Kafka node) and one whose controllers never answer side by side."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from kraftlake.cli.broker import LocalBroker
+from kraftlake.cli.kafka_node import free_ports
+from tests.fixtures.broker import create_topic
+from tests.fixtures.prometheus import Prometheus
+from tests.harness.followers import FollowProcess
+from tests.metrics.test_follow_metrics import metrics_address
+
+
+def test_one_series_per_cluster(kafka_broker: LocalBroker, prometheus: Prometheus, tmp_path: Path) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text(f'[clusters.east]\nbootstrap_controllers = ["{kafka_broker.node.controller_endpoint}"]\n'
+                     f'topic = "{create_topic(bootstrap)}"\n'
+                     f'[clusters.west]\nbootstrap_controllers = ["127.0.0.1:{free_ports(1)[0]}"]\n'
+                     f'connect_timeout_seconds = 2\ntopic = "{create_topic(bootstrap)}"\n')
+    follower = FollowProcess("", bootstrap, "")
+    follower.args = [sys.executable, "-m", "kraftlake.cli.main", "follow", "--fleet", str(fleet),
+                     "--bootstrap-servers", bootstrap, "--log-interval", "1", "--metrics-address", "0"]
+    follower.start()
+    try:
+        prometheus.scrape("kraftlake-follow", [metrics_address(follower)])
+        job = '{job="kraftlake-follow"}'
+        copied = prometheus.wait_for(f"kraftlake_follow_copied_batches_total{job}",
+                                     lambda s: s.keys() == {"east", "west"} and s["east"] > 0)
+        assert copied["west"] == 0
+        lag = prometheus.wait_for(f"kraftlake_follow_lag_offsets{job}", lambda s: "east" in s)
+        assert "west" not in lag  # no high watermark ever known: no sample rather than a made-up 0
+        assert prometheus.query(f"kraftlake_follow_high_watermark_offset{job}")["west"] == -1
+    finally:
+        prometheus.scrape("kraftlake-follow", [])
+        assert follower.finish() == 0
