@@ -39,7 +39,9 @@ def follow_fleet(args: argparse.Namespace) -> int:
         supervisor.look_now.set()
 
     signal.signal(signal.SIGHUP, _look_now)
-    with metrics_served(args.metrics_address, [FollowCollector(supervisor.statuses)], logging.getLogger().info):
+    with metrics_served(args.metrics_address, [FollowCollector(supervisor.statuses)]) as metrics:
+        if metrics is not None:
+            logging.getLogger(__name__).info("fleet: metrics at %s", metrics.url)
         supervisor.run()  # a fleet file that does not load at start: SettingsError, one line
     print(f"stopped: {len(supervisor.followers)} cluster followers")
     return 0

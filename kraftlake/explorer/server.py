@@ -89,15 +89,16 @@ def serve(clusters: Clusters, options: ServeOptions, stop: threading.Event,
     app = create_app(Settings(token=options.token, allowed_hosts=allowed_hosts(options), served=clusters))
     shown = f"[{options.host.strip('[]')}]" if ":" in options.host else options.host
     suffix = f"/?token={options.token}" if options.token else "/"
-    announce(f"kraftlake ui: http://{shown}:{port}{suffix}  ({clusters.describe()}; Ctrl-C stops)")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("kraftlake ui: %(message)s"))
-    LOG.addHandler(handler)
-    LOG.setLevel(logging.INFO)
     latency = request_histogram()
-    with metrics_served(options.metrics_address, [latency, HealthCollector(clusters)], announce) as metrics:
+    with metrics_served(options.metrics_address, [latency, HealthCollector(clusters)]) as metrics:
+        announce(f"kraftlake ui: http://{shown}:{port}{suffix}  ({clusters.describe()}; Ctrl-C stops)")
         if metrics is not None:
             app.add_middleware(RequestLatency, histogram=latency)
+            announce(f"kraftlake ui: metrics at {metrics.url}")
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("kraftlake ui: %(message)s"))
+        LOG.addHandler(handler)
+        LOG.setLevel(logging.INFO)
         config = Config(app, log_level="warning", access_log=False, server_header=False,
                         timeout_graceful_shutdown=GRACEFUL_STOP_S)
         StoppableServer(config, stop).run(sockets=[sock])

@@ -5,7 +5,7 @@ another interface is the operator's explicit choice."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, start_http_server
@@ -60,14 +60,13 @@ class MetricsEndpoint:
 
 
 @contextlib.contextmanager
-def metrics_served(address: str | None, collectors: Iterable[Collector],
-                   announce: Callable[[str], None]) -> Iterator[MetricsEndpoint | None]:
-    """The endpoint while the command runs (None: no `--metrics-address`, metrics off); `announce` gets its URL."""
+def metrics_served(address: str | None, collectors: Iterable[Collector]) -> Iterator[MetricsEndpoint | None]:
+    """The endpoint while the command runs (None: no `--metrics-address`, metrics off); the caller announces
+    its `url` where it announces its own."""
     if address is None:
         yield None
         return
     endpoint = MetricsEndpoint(parse_address(address), collectors)
-    announce(f"metrics: {endpoint.url}")
     try:
         yield endpoint
     finally:

@@ -11,11 +11,11 @@ from tests.fixtures.broker import create_topic
 from tests.fixtures.prometheus import Prometheus
 from tests.harness.followers import FollowProcess
 
-METRICS_LINE = re.compile(rb"metrics: http://(\S+)/metrics")
+METRICS_LINE = re.compile(rb"metrics at http://(\S+)/metrics")
 
 
 def metrics_address(process: FollowProcess) -> str:
-    process.wait_for(b"metrics: http://")
+    process.wait_for(b"metrics at http://")
     found = METRICS_LINE.search(process.output)
     assert found, process.output
     return found.group(1).decode()

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import subprocess
 import urllib.request
 
 import pytest
 
 from kraftlake.lake.warehouse import Warehouse
 from tests.explorer import scenario
-from tests.explorer.conftest import start_ui, stop_ui
+from tests.explorer.conftest import KRAFTLAKE, start_ui, stop_ui
 from tests.fixtures.prometheus import Prometheus
 
-METRICS_LINE = re.compile(r"metrics: http://(\S+)/metrics")
+METRICS_LINE = re.compile(r"kraftlake ui: metrics at http://(\S+)/metrics")
 
 
 @pytest.fixture(scope="module")
@@ -55,3 +57,14 @@ def test_prometheus_reads_the_clusters_health_and_the_routes_latency(demo: Wareh
     finally:
         prometheus.scrape("kraftlake-ui", [])
         stop_ui(ui)
+
+
+def test_a_metrics_address_in_use_stops_the_ui_before_it_announces_itself(demo: Warehouse) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([*KRAFTLAKE, "ui", "--warehouse", demo.uri, "--metrics-address", str(port)],
+                              capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [f"kraftlake ui: --metrics-address 127.0.0.1:{port}: Address already in use"]

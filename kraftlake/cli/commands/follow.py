@@ -134,7 +134,9 @@ def run_follower(args: argparse.Namespace, source: ObserverConfig | TailConfig) 
     follower = Follower(config, stop_on_signals())
     collector = FollowCollector(lambda: [("default", s) for s in [follower.status()] if s is not None])
     try:
-        with metrics_served(args.metrics_address, [collector], logging.getLogger(__name__).info):
+        with metrics_served(args.metrics_address, [collector]) as metrics:
+            if metrics is not None:
+                logging.getLogger(__name__).info("follow: metrics at %s", metrics.url)
             follower.run()
     except FollowError as error:
         raise UserFacingError(f"{error} ({_holds(config, follower)}; a rerun resumes there)") from None
