@@ -36,6 +36,15 @@ dialect: backquotes, `offset` as a name) is the default. Start to answer on that
 DataFusion: the partitions_history question 3.6-4.3 s, `summary under_replicated` 7.6-9.1 s,
 `summary fencing_episodes` 1.7 s: the rows of a view are read whole (every column) before the question runs;
 reading only the columns a query names is the next step for big clusters.
+
+The run above (2026-12-01 23:14-23:44 UTC): the analytics and cli tests (pytest, a Spark session) ran beside
+the build and the first DataFusion runs, and an in-process profile beside the Spark runs. The fleet goal is
+missed. Profiled in one process on the same 200 warehouses (Spark runs beside it): reading the rows
+(`fleet_tables`: 3.8M partitions_history and 0.4M batches rows, every column, one cluster after another) 28 s,
+the query (`fleet_offline_partitions`' windows over them) 12 s. Next: read only the columns the query names
+and the clusters in parallel (delta-rs releases the GIL), then measure the query alone again. `--engine spark`
+over the 200 gave no answer (exit 1, a Py4J error from the JVM, three times: the driver holds every cluster's
+rows in `createDataFrame`); not looked into further.
 """
 
 CLUSTERS = int(os.environ.get("KRAFTLAKE_BENCH_SQL_CLUSTERS", "200"))
