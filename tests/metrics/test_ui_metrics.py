@@ -8,6 +8,7 @@ import re
 import socket
 import subprocess
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +69,22 @@ def test_a_metrics_address_in_use_stops_the_ui_before_it_announces_itself(demo: 
                               capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.splitlines() == [f"kraftlake ui: --metrics-address 127.0.0.1:{port}: Address already in use"]
+
+
+def test_a_fleets_health_has_one_series_per_cluster_with_history(prometheus: Prometheus, tmp_path: Path) -> None:
+    scenario.build(tmp_path / "lake" / "east")  # west has no warehouse yet: no series, and the scrape still answers
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text(f'warehouse_root = "{tmp_path / "lake"}"\n[clusters.east]\nmetadata_dir = "/nowhere"\n'
+                     '[clusters.west]\nmetadata_dir = "/nowhere"\n')
+    ui = start_ui(fleet, "--metrics-address", "0")
+    try:
+        assert ui.process.stdout is not None
+        found = METRICS_LINE.search(ui.process.stdout.readline())
+        assert found
+        prometheus.scrape("kraftlake-ui", [found.group(1)])
+        brokers = prometheus.wait_for('kraftlake_kafka_brokers{job="kraftlake-ui"}', bool)
+        assert brokers == {"east": 3}
+        assert prometheus.query(f'up{{job="kraftlake-ui",instance="{found.group(1)}"}}') == {"": 1}
+    finally:
+        prometheus.scrape("kraftlake-ui", [])
+        stop_ui(ui)
