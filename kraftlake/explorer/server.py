@@ -13,17 +13,15 @@ import logging
 import socket
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from starlette.middleware import Middleware
 from uvicorn import Config, Server
 
 from kraftlake.explorer.app import LOG, Settings, create_app
 from kraftlake.explorer.clusters import Clusters
 from kraftlake.explorer.errors import UnsafeBind
-from kraftlake.metrics.endpoint import metrics_served
-from kraftlake.metrics.health import HealthCollector
-from kraftlake.metrics.requests import RequestLatency, request_histogram
 
 LOOPBACK_NAMES = ("localhost",)
 TOKEN_ENV = "KRAFTLAKE_UI_TOKEN"
@@ -35,7 +33,6 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 0  # 0: a free port
     token: str | None = None
-    metrics_address: str | None = None  # `--metrics-address`: Prometheus metrics beside the app (`kraftlake.metrics`)
 
 
 def is_loopback(host: str) -> bool:
@@ -79,29 +76,30 @@ def bound_socket(host: str, port: int) -> socket.socket:
 
 
 def serve(clusters: Clusters, options: ServeOptions, stop: threading.Event,
-          announce: Callable[[str], None] = print) -> None:
+          announce: Callable[[str], None] = print, middleware: Sequence[Middleware] = (),
+          notes: Sequence[str] = ()) -> None:
     """Run the explorer until `stop` is set (`kraftlake.stopping`: SIGINT, SIGTERM); `announce` receives its URL
     (with the token: the one time it is printed). What a refused request's warehouse said, with its location,
-    goes to stderr (`LOG`), never to the client."""
+    goes to stderr (`LOG`), never to the client. `middleware` wraps the app (the metrics' request timer) and
+    `notes` are announced after the URL (the metrics' address)."""
     check_bind(options)
     sock = bound_socket(options.host, options.port)
     port = sock.getsockname()[1]
     app = create_app(Settings(token=options.token, allowed_hosts=allowed_hosts(options), served=clusters))
     shown = f"[{options.host.strip('[]')}]" if ":" in options.host else options.host
     suffix = f"/?token={options.token}" if options.token else "/"
-    latency = request_histogram()
-    with metrics_served(options.metrics_address, [latency, HealthCollector(clusters)]) as metrics:
-        announce(f"kraftlake ui: http://{shown}:{port}{suffix}  ({clusters.describe()}; Ctrl-C stops)")
-        if metrics is not None:
-            app.add_middleware(RequestLatency, histogram=latency)
-            announce(f"kraftlake ui: metrics at {metrics.url}")
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("kraftlake ui: %(message)s"))
-        LOG.addHandler(handler)
-        LOG.setLevel(logging.INFO)
-        config = Config(app, log_level="warning", access_log=False, server_header=False,
-                        timeout_graceful_shutdown=GRACEFUL_STOP_S)
-        StoppableServer(config, stop).run(sockets=[sock])
+    for layer in middleware:
+        app.add_middleware(layer.cls, *layer.args, **layer.kwargs)
+    announce(f"kraftlake ui: http://{shown}:{port}{suffix}  ({clusters.describe()}; Ctrl-C stops)")
+    for note in notes:
+        announce(note)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("kraftlake ui: %(message)s"))
+    LOG.addHandler(handler)
+    LOG.setLevel(logging.INFO)
+    config = Config(app, log_level="warning", access_log=False, server_header=False,
+                            timeout_graceful_shutdown=GRACEFUL_STOP_S)
+    StoppableServer(config, stop).run(sockets=[sock])
 
 
 class StoppableServer(Server):

@@ -39,16 +39,27 @@ def register(subparsers: Any) -> None:
 
 
 def run_ui(args: argparse.Namespace) -> int:
+    from starlette.middleware import Middleware
+
     from kraftlake.explorer.errors import ExplorerError
     from kraftlake.explorer.server import TOKEN_ENV, ServeOptions, serve
+    from kraftlake.metrics.endpoint import metrics_served
+    from kraftlake.metrics.health import HealthCollector
+    from kraftlake.metrics.requests import RequestLatency, request_histogram
     from kraftlake.stopping import stop_on_signals
 
     token = args.token or os.environ.get(TOKEN_ENV) or None
-    options = ServeOptions(args.host, args.port, token, args.metrics_address)
+    options = ServeOptions(args.host, args.port, token)
     clusters = fleet_clusters(args) if args.fleet else one_cluster(args)
     stop = stop_on_signals()  # Ctrl-C and SIGTERM stop the server: exit 0, one line
+    latency = request_histogram()
     try:
-        serve(clusters, options, stop, announce=lambda line: print(line, flush=True))
+        # bound before the URL is announced: an address in use is the only line
+        with metrics_served(args.metrics_address, [latency, HealthCollector(clusters)]) as metrics:
+            timing = [] if metrics is None else [Middleware(RequestLatency, histogram=latency)]
+            notes = [] if metrics is None else [f"kraftlake ui: metrics at {metrics.url}"]
+            serve(clusters, options, stop, announce=lambda line: print(line, flush=True), middleware=timing,
+                  notes=notes)
     except ExplorerError as error:
         raise UserFacingError(str(error)) from None
     print("kraftlake ui: stopped", flush=True)
