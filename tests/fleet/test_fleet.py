@@ -298,6 +298,18 @@ def test_one_job_materializes_every_cluster_and_a_bad_one_stops_alone(
         WarehouseReader(fleet.warehouse("garbage")).published_range()
 
 
+def assert_the_five_answers(answers: dict[str, list[dict[str, object]]]) -> None:
+    """What the test fleet's history says to the README's five questions."""
+    assert {row["cluster"] for row in answers["offline_last_night"]} == {"beta"}  # its one node was SIGKILLed
+    assert answers["still_on_3_9"] == [{"cluster": "alpha", "level": 21}]
+    assert answers["rack"] == [{"cluster": "alpha", "region": "eu-west-1", "broker_id": 1, "rack": "eu-west-1c"}]
+    epochs: dict[str, list[object]] = {}
+    for row in answers["failovers"]:
+        epochs.setdefault(str(row["cluster"]), []).append(row["epoch"])
+    assert set(epochs) == {"alpha", "beta", "secure"} and len(epochs["beta"]) >= 2, epochs
+    assert {row["cluster"] for row in answers["fenced_by_env"] if row["env"] == "prod"} >= {"beta"}
+
+
 def test_the_fleet_views_answer_the_five_questions(
     materialized: tuple[Fleet, subprocess.CompletedProcess[str]]
 ) -> None:
@@ -307,7 +319,9 @@ def test_the_fleet_views_answer_the_five_questions(
                for name in ("alpha", "beta", "secure")}
     query = " UNION ALL ".join(f"SELECT '{name}' AS question, to_json(struct(*)) AS answer FROM ({sql})"
                                for name, sql in {**QUESTIONS, **catalog}.items())
-    done = kraftlake("sql", "--fleet", str(fleet.file), "--json", query, timeout=900, env=fleet.store_env)
+    # one Spark run for every question (the catalog's tables are the metastore's: Spark's)
+    done = kraftlake("sql", "--fleet", str(fleet.file), "--json", "--engine", "spark", query, timeout=900,
+                     env=fleet.store_env)
     assert done.returncode == 0, done.stderr[-3000:]
     answers: dict[str, list[dict[str, object]]] = {name: [] for name in [*QUESTIONS, *catalog]}
     for line in done.stdout.splitlines():
@@ -315,15 +329,16 @@ def test_the_fleet_views_answer_the_five_questions(
         answers[row["question"]].append(json.loads(row["answer"]))
     print(json.dumps(answers, indent=1))
     assert "cluster garbage left out" in done.stderr and "cluster badcreds left out" in done.stderr
-    assert {row["cluster"] for row in answers["offline_last_night"]} == {"beta"}  # its one node was SIGKILLed
-    assert answers["still_on_3_9"] == [{"cluster": "alpha", "level": 21}]
-    assert answers["rack"] == [{"cluster": "alpha", "region": "eu-west-1", "broker_id": 1, "rack": "eu-west-1c"}]
-    epochs: dict[str, list[object]] = {}
-    for row in answers["failovers"]:
-        epochs.setdefault(str(row["cluster"]), []).append(row["epoch"])
-    assert set(epochs) == {"alpha", "beta", "secure"} and len(epochs["beta"]) >= 2, epochs
-    assert {row["cluster"] for row in answers["fenced_by_env"] if row["env"] == "prod"} >= {"beta"}
+    assert_the_five_answers(answers)
     assert all(int(str(answers[name][0]["rows"])) > 0 for name in catalog), answers
+    # each question as users ask it, through the default engine (DataFusion, no JVM): the same answers
+    in_process: dict[str, list[dict[str, object]]] = {}
+    for name, sql in QUESTIONS.items():
+        asked = kraftlake("sql", "--fleet", str(fleet.file), "--json", sql, timeout=600, env=fleet.store_env)
+        assert asked.returncode == 0, asked.stderr[-3000:]
+        in_process[name] = [json.loads(line) for line in asked.stdout.splitlines()]
+        assert len(in_process[name]) == len(answers[name]), (name, in_process[name], answers[name])
+    assert_the_five_answers(in_process)
     # the persistent views the job keeps in the metastore, from a plain Spark session: the same answers
     plain = subprocess.run([sys.executable, "-m", "tests.fleet.catalog_session", "query", str(fleet.file),
                             str(fleet.root / "no-derby"), query], cwd=REPO,
