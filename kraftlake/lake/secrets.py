@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kraftlake.image_schema.configs import config_resource
+from kraftlake.lake.errors import lost_race
 from kraftlake.lake.warehouse import Warehouse, history_name, image_checkpoint_table, writer_properties
 from kraftlake.records.config_secrecy import is_secret_config
 from kraftlake.replay.canonical import REDACTED
@@ -49,9 +50,18 @@ def _scrub_table(warehouse: Warehouse, name: str) -> ScrubReport | None:
         return None
     predicate = " OR ".join(f'("resource_type" = {_literal(kind)} AND "name" = {_literal(config)})'
                             for kind, config in secrets)
-    metrics = table.update(new_values={"value": REDACTED}, predicate=f'"value" IS NOT NULL AND ({predicate})',
-                           writer_properties=writer_properties())
-    _forget_old_versions(warehouse, name)
+    try:
+        metrics = table.update(new_values={"value": REDACTED}, predicate=f'"value" IS NOT NULL AND ({predicate})',
+                               writer_properties=writer_properties())
+    except Exception as error:  # a sink committed first: nothing was written; the next run scrubs this table
+        if not lost_race(error):
+            raise
+        return None
+    try:
+        _forget_old_versions(warehouse, name)
+    except Exception as error:  # a sink's commit in between: maintenance's own vacuum and log pruning finish it
+        if not lost_race(error):
+            raise
     return ScrubReport(name, int(metrics["num_updated_rows"]), secrets)
 
 
