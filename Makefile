@@ -22,6 +22,7 @@ $(STAMP): pyproject.toml Makefile
 	command -v mvn >/dev/null && command -v javac >/dev/null || (apt-get update && apt-get install -y maven openjdk-17-jdk-headless)
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update && apt-get install -y postgresql)
 	command -v prometheus >/dev/null && command -v promtool >/dev/null || (apt-get update && apt-get install -y prometheus)
+	command -v prometheus-alertmanager >/dev/null || (apt-get update && apt-get install -y prometheus-alertmanager)
 	touch $(STAMP)
 
 # Java artifacts, one folder per set (kraftlake/settings/jars.py says which is which): Maven copies each pom's

@@ -7,7 +7,7 @@ import pytest
 pytest_plugins: list[str] = [
     "tests.fixtures.broker", "tests.fixtures.spark", "tests.fixtures.browser", "tests.fixtures.s3",
     "tests.fixtures.spark_cluster", "tests.fixtures.kafka_cluster", "tests.fixtures.postgres",
-    "tests.fixtures.prometheus", "tests.timing",
+    "tests.fixtures.prometheus", "tests.fixtures.alertmanager", "tests.timing",
     "tests.lifetimes",
 ]
 
@@ -15,7 +15,7 @@ SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "kafka-samples"
 # Fixtures that start a JVM (Kafka, Spark) or a server process: a test using one is marked `jvm`, and
 # `make check` (`-m "not jvm"`) leaves it to `make test`.
 JVM_FIXTURES = {"kafka_broker", "spark", "spark_cluster", "kafka_cluster", "kafka_cluster_factory", "operator_scenario",
-                "s3_store", "chromium", "prometheus"}
+                "s3_store", "chromium", "prometheus", "alertmanager"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

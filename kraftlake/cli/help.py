@@ -21,7 +21,7 @@ SUMMARY = (
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Follow and ingest a cluster's metadata log", ("follow", "publish", "materialize", "ingest")),
     ("Query the history", ("image", "changes", "history", "sql", "summary", "report", "ui", "replay", "dump")),
-    ("Operate the warehouse", ("maintain",)),
+    ("Operate the warehouse", ("maintain", "alert")),
     ("The embedded quorum and the demo", ("demo", "broker", "controller", "quorum", "admin", "simulate")),
 )
 
@@ -40,6 +40,7 @@ EXAMPLES: dict[str, str] = {
     "replay": "kraftlake replay /var/lib/kafka/data/__cluster_metadata-0 --to-offset 1234 --json",
     "dump": "kraftlake dump /var/lib/kafka/data/__cluster_metadata-0/00000000000000000000.log",
     "maintain": "kraftlake maintain --warehouse warehouse --retention-hours 1",
+    "alert": "kraftlake alert --warehouse warehouse --alerts conf/alerts.toml",
     "demo": "kraftlake demo",
     "broker": "kraftlake broker start",
     "broker start": "kraftlake broker start --data-dir run/broker",

@@ -38,6 +38,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "kraftlake.cli.commands.history": ("history",),
     "kraftlake.cli.commands.analytics": ("sql", "summary", "report"),
     "kraftlake.cli.commands.ui": ("ui",),
+    "kraftlake.cli.commands.alert": ("alert",),
     "kraftlake.cli.commands.quorum": ("quorum",),
     "kraftlake.cli.commands.materialize": ("materialize",),
     "kraftlake.cli.commands.publish": ("publish",),
