@@ -199,9 +199,12 @@ class DirectoryTail:
         """The newest snapshot the log continues from, past the next offset, read whole and checked."""
         log_start = segment_base_offset(segments[0]) if segments else None
         wanted = self.position.next_offset
+        # past it; or at it when the topic ends inside that very snapshot (a directory holding only a snapshot
+        # would otherwise hand the one it just handed, again and again)
+        least = wanted if self._snapshot_first else wanted + 1
         usable = [
             (snapshot, path) for snapshot, path in self.config.directory.snapshots()
-            if snapshot.end_offset >= wanted and (log_start is None or snapshot.end_offset >= log_start)
+            if snapshot.end_offset >= least and (log_start is None or snapshot.end_offset >= log_start)
         ]
         if not usable:
             where = "no log" if log_start is None else f"the log from offset {log_start}"

@@ -84,3 +84,17 @@ def test_a_damaged_or_shrunk_segment_stops_the_tail(samples_dir: Path, tmp_path:
     second.write_bytes(batches[3][:10])  # Kafka truncated its log below what was read
     with pytest.raises(FollowError, match=f"{second}: the segment is 10 bytes, shorter than"):
         tail.poll()
+
+
+def test_a_directory_holding_only_a_snapshot_hands_it_once(samples_dir: Path, tmp_path: Path) -> None:
+    """A node's directory with a snapshot and no segment (yet): the snapshot once, then nothing until the log
+    comes, rather than the same snapshot at every poll; a topic ending inside it gets it whole again."""
+    snapshot = next((samples_dir / "kckoh_xflow/kafka-data/__cluster_metadata-0").glob("*.checkpoint"))
+    (tmp_path / snapshot.name).write_bytes(snapshot.read_bytes())
+    tail = DirectoryTail(TailConfig(MetadataLogDir(tmp_path), poll_interval_s=0), 0)
+    handed = tail.poll()
+    assert [type(item).__name__ for item in handed] == ["FetchedSnapshot"]
+    assert tail.poll() == [] and tail.poll() == []
+    end = tail.position.next_offset
+    cut = DirectoryTail(TailConfig(MetadataLogDir(tmp_path), poll_interval_s=0), end, snapshot_first=True)
+    assert [type(item).__name__ for item in cut.poll()] == ["FetchedSnapshot"]
