@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -63,3 +66,39 @@ def test_a_bad_file_is_one_line_naming_it(tmp_path: Path, text: str, error: str)
 def test_the_shipped_alerts_file_names_every_condition() -> None:
     files = load(Path(__file__).resolve().parents[2] / "conf" / "alerts.toml")
     assert {(r.table, r.when) for r in files.rules} == {(t, w) for t, whens in CONDITIONS.items() for w in whens}
+
+
+def operating_block(language: str, holding: str = "") -> str:
+    """The fenced `language` block of docs/operating.md's "Change alerts" section that holds `holding`."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "operating.md").read_text()
+    section = text.split("## Change alerts", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```", section, re.DOTALL | re.MULTILINE)
+    return next(body for kind, body in blocks if kind == language and holding in body)
+
+
+def test_the_documented_alerts_file_is_read_as_documented(tmp_path: Path) -> None:
+    files = load(written(tmp_path, operating_block("toml")))
+    assert (files.name, files.cluster, files.alertmanagers, files.webhooks) == \
+        ("prod-eu", "prod_eu", ("http://127.0.0.1:9093",), ("http://hooks.internal/kraftlake",))
+    assert [(r.name, r.kind, r.for_seconds) for r in files.rules] == [
+        ("RetentionChanged", "config_value_changed", 0), ("BrokerFenced", "broker_fenced", 0),
+        ("UnderMinIsr5m", "partition_under_min_isr", 300)]
+
+
+def test_the_documented_error_is_the_one_the_shipped_file_gives(tmp_path: Path) -> None:
+    shipped = Path(__file__).resolve().parents[2] / "conf" / "alerts.toml"
+    broken = tmp_path / "conf" / "alerts.toml"
+    broken.parent.mkdir()
+    broken.write_text(shipped.read_text().replace('table = "topics"', 'table = "topicz"'))
+    with pytest.raises(AlertsFileError) as raised:
+        load(broken)
+    documented = next(line for line in operating_block("", "topicz").splitlines() if "topicz" in line)
+    assert f"kraftlake alert: {raised.value}" == documented.replace("conf/alerts.toml", str(broken))
+
+
+def test_the_documented_alertmanager_config_is_valid(tmp_path: Path) -> None:
+    amtool = shutil.which("amtool")
+    assert amtool, "amtool is missing: `make install` installs prometheus-alertmanager"
+    config = written(tmp_path, operating_block("yaml"))
+    done = subprocess.run([amtool, "check-config", str(config)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
