@@ -10,6 +10,8 @@ and are timed at the client (server-side work plus a loopback round trip), each 
 (3) a partition's history (`/api/.../history/partitions?key=t-p`), random partitions. Goal <= 0.2 s.
 (4) the timeline of the whole history (`/api/.../timeline`). Goal <= 1 s.
 (5) a diff between two moments 1 hour apart (`/api/.../changes?from=T&to=T+1h`), one page. Goal <= 1 s.
+(6) a moment never asked before: the first request of the `/image` page at each of 20 images of the churn
+    (issue 37), after the first moment of the process. Goal p50 <= 0.3 s, p99 <= 1 s.
 
 The first request of (1), (4) and (5) at a moment builds what later ones reuse (the image read through
 `WarehouseReader.image_at`, the timeline, the changes): it is reported apart as "cold". The server's RSS is
@@ -38,6 +40,7 @@ from bench.bench_jobs import Churn, controller_log
 from bench.bench_lake_scale import build
 from kraftlake.lake.gc_pause import paused_collector
 from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.warehouse import Warehouse
 from kraftlake.records.batch import decode_batch
 
 # Kept under the table when BENCHMARKS.md is regenerated: the runs that changed the design.
@@ -66,8 +69,13 @@ CHURN_SECONDS = 2 * 3600  # of log time
 BATCH_EVERY_MS = 2000
 IMAGE_EVERY_MS = 120_000
 REPEAT = 20
-GOALS = {"first screen": 0.3, "topic partitions": 0.2, "partition history": 0.2, "timeline": 1.0, "diff 1 h": 1.0}
+# p50 and p99 goals, seconds
+GOALS = {"first screen": (0.3, 0.3), "topic partitions": (0.2, 0.2), "partition history": (0.2, 0.2),
+         "timeline": (1.0, 1.0), "diff 1 h": (1.0, 1.0), "new moment": (0.3, 1.0)}
 CLUSTER = "bench"
+# A folder to build the warehouse in once and reuse on later runs (a profile, a fix, a rerun); unset: a temp dir.
+KEEP_DIR = os.environ.get("BENCH_UI_DIR")
+BUILT = ".built"  # written in KEEP_DIR once the whole build is in
 
 
 def churn(log: Any, pipeline: Any) -> None:
@@ -85,6 +93,18 @@ def churn(log: Any, pipeline: Any) -> None:
                 next_image += IMAGE_EVERY_MS
         pipeline.commit()
         pipeline.flush()
+
+
+def built_warehouse(root: Path) -> tuple[Warehouse, str]:
+    """The warehouse under `root`: built here unless a whole earlier build is there (KEEP_DIR); and how."""
+    if (root / BUILT).exists():
+        return Warehouse(root / "warehouse"), "kept from an earlier run"
+    started = time.perf_counter()
+    log = controller_log(PARTITIONS)
+    warehouse, pipeline = build(log, root)
+    churn(log, pipeline)
+    (root / BUILT).write_text(f"{PARTITIONS}\n")
+    return warehouse, f"built in {time.perf_counter() - started:,.0f} s"
 
 
 def start_ui(warehouse: str) -> tuple[subprocess.Popen[str], str]:
@@ -112,11 +132,12 @@ def rss_mb(pid: int) -> tuple[float, float]:
 def figures(name: str, times: list[float], cold: float | None = None) -> list[dict[str, Any]]:
     ordered = sorted(times)
     p50, p99 = statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
-    goal = GOALS[name]
+    at_p50, at_p99 = GOALS[name]
+    goal = f"{at_p50:g} s" if at_p50 == at_p99 else f"{at_p50:g} / {at_p99:g} s"
     rows = [row(f"({list(GOALS).index(name) + 1}) {name}, p50", p50, notes=f"{len(times)} requests"),
             row(f"({list(GOALS).index(name) + 1}) {name}, p99", p99),
-            row(f"goal: {name} p50/p99 <= {goal:g} s", "met" if p99 <= goal else "NOT met" if p50 > goal
-                else "p50 met, p99 NOT met", "", f"{p50:.3f} / {p99:.3f} s")]
+            row(f"goal: {name} p50/p99 <= {goal}", "met" if p50 <= at_p50 and p99 <= at_p99 else "NOT met"
+                if p50 > at_p50 else "p50 met, p99 NOT met", "", f"{p50:.3f} / {p99:.3f} s")]
     if cold is not None:
         rows.append(row(f"({list(GOALS).index(name) + 1}) {name}, cold (first request)", cold))
     return rows
@@ -129,15 +150,13 @@ def iso(ms: int) -> str:
 def run() -> list[dict[str, Any]]:
     rows = [row("load average at start", os.getloadavg()[0], "")]
     rng = random.Random(29)
-    log = controller_log(PARTITIONS)
     with tempfile.TemporaryDirectory(prefix="bench-ui-") as scratch:
-        started = time.perf_counter()
-        warehouse, pipeline = build(log, Path(scratch))
-        churn(log, pipeline)
-        del pipeline
+        root = Path(KEEP_DIR or scratch)
+        root.mkdir(parents=True, exist_ok=True)
+        warehouse, how = built_warehouse(root)
         reader = WarehouseReader(warehouse)
         first, last = reader.published_range()
-        rows.append(row(f"build: {PARTITIONS:,} partitions and 2 h of churn", time.perf_counter() - started,
+        rows.append(row(f"warehouse: {PARTITIONS:,} partitions and 2 h of churn", how, "",
                         notes=f"offsets {first}..{last}, {len(reader.images())} images"))
         process, base = start_ui(warehouse.uri)
         try:
@@ -150,6 +169,9 @@ def run() -> list[dict[str, Any]]:
             screen = [timed(f"{base}/clusters/{CLUSTER}/image?at={moments[1]}&page={1 + n % 5}")
                       for n in range(REPEAT)]
             rows += figures("first screen", screen, cold)
+            churned = [image.offset for image in reader.images() if image.offset > moments[0]]
+            new = rng.sample([offset for offset in churned if reader.answer(moments[1]) != offset], REPEAT)
+            rows += figures("new moment", [timed(f"{base}/clusters/{CLUSTER}/image?at={at}") for at in new])
             rows += figures("topic partitions", [timed(f"{api}/topics/{t}/partitions?at={moments[1]}")
                                                  for t in topics])
             rows += figures("partition history", [timed(f"{api}/history/partitions?key={t}-{n % 10}")

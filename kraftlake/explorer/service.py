@@ -3,7 +3,10 @@ cached, so a 1M-partition image is read once and never sent whole.
 
 - Images are cached per offset in a least-recently-used cache bounded in bytes (`cache_bytes`); one image is
   built at a time (`_BUILD`), so a few users paging through different moments hold at most the cache and one
-  image in construction, whatever the server's thread count.
+  image in construction, whatever the server's thread count. A moment not cached is moved from the cached
+  image nearest to it when only partitions changed between them (`moved_view`: the history between the two
+  read, the changed rows replaced in place), so moving the cursor costs what changed, not the image; else
+  (the first moment, topics created or deleted) the image is read whole (`WarehouseReader.image_at`).
 - The timeline is rebuilt when a newer image is published, at most every `timeline_max_age_s` (a live writer
   publishes every second: each answer stays a whole history up to its own last image).
 - Rows go out as the CLI prints them (`image --table`, `changes`, `history --json`): the same functions write
@@ -16,7 +19,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -26,22 +29,27 @@ import pyarrow.compute as pc
 
 from kraftlake.explorer.errors import BadRequest, NotFound
 from kraftlake.explorer.moments import offset_of
-from kraftlake.explorer.timeline import Timeline, build_timeline
+from kraftlake.explorer.timeline import MIN_ISR, Timeline, build_timeline
 from kraftlake.explorer.words import api_fields, natural_key
 from kraftlake.image_schema.json_text import row_lines
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.history import Version
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.scan import Where
-from kraftlake.lake.time_travel import WarehouseImage
+from kraftlake.lake.time_travel import WarehouseImage, apply_changes
 from kraftlake.records.config_defaults import topic_fallbacks
+from kraftlake.replay.gc_pause import paused_collector
 from kraftlake.replay.image import Provenance
 
 V = TypeVar("V")
 DEFAULT_CACHE_BYTES = 512 << 20  # three quarters for images, an eighth each for diffs and their lines
+MOVED_SHARE = 10  # an image is moved from a cached one while under a tenth of its partitions change
 ANSWERS_KEPT = 100_000  # offsets asked whose answering image is known (a few MB at most)
 MAX_PAGE_SIZE = 500
-_BUILD = threading.Lock()  # one big read at a time in the process
+# One big read at a time in the process, without Python's cyclic collector: a build makes millions of short-lived
+# acyclic objects (row values, names' sort keys), and its collections were a fifth of a cold moment and of the
+# cold timeline (py-spy, 1M partitions; `replay.gc_pause` says why pausing loses nothing).
+_BUILD = threading.Lock()
 
 
 class Cache(Generic[V]):
@@ -66,13 +74,19 @@ class Cache(Generic[V]):
                 if key in self._values:
                     return self._values[key][0]
                 self._evict(self._last_size)
-            value = build()
+            with paused_collector():
+                value = build()
             size = self.size_of(value)
             with self._lock:
                 self._values[key] = (value, size)
                 self._last_size = size
                 self._evict(0)
         return value
+
+    def cached(self) -> list[tuple[Hashable, V]]:
+        """What the cache holds now, by key."""
+        with self._lock:
+            return [(key, value) for key, (value, _) in self._values.items()]
 
     def _evict(self, room: int) -> None:
         """Drop the least recently used values until they and `room` more bytes fit the budget."""
@@ -97,6 +111,19 @@ class ImageView:
     def nbytes(self) -> int:
         arrays = self.topic_ids.nbytes + self.by_topic.nbytes + self.topic_starts.nbytes
         return sum(t.nbytes for t in self.tables.values()) + self.topics.nbytes + self.flags.nbytes + arrays
+
+    def rows_of(self, keys: pa.Table) -> np.ndarray | None:
+        """The row in `partitions` of each (topic_id, partition_id) of `keys` (None: one is not there)."""
+        codes = pc.fill_null(pc.index_in(keys["topic_id"], self.topic_ids), -1).to_numpy(zero_copy_only=False)
+        ids = self.tables["partitions"]["partition_id"].to_numpy()
+        found = []
+        for code, wanted in zip(codes.tolist(), keys["partition_id"].to_pylist(), strict=True):
+            rows = self.by_topic[self.topic_starts[code]:self.topic_starts[code + 1]] if code >= 0 else ()
+            hit = [row for row in rows if ids[row] == wanted]
+            if len(hit) != 1:
+                return None
+            found.append(hit[0])
+        return np.array(found, dtype=np.int64)
 
     def partition_rows(self, topic_id: str) -> np.ndarray:
         """The rows of `partitions` holding one topic's partitions (an index, not a scan of 1M rows)."""
@@ -158,15 +185,14 @@ def compact(partitions: pa.Table) -> pa.Table:
     return pa.table(columns, names=table.column_names)
 
 
-def image_view(image: WarehouseImage) -> ImageView:
-    """Per-partition flags and per-topic counts at this image (min.insync.replicas: the topic's, else the
+def partition_flags(partitions: pa.Table, configs: pa.Table) -> pa.Table:
+    """Per partition row: under_replicated, under_min_isr, offline (min.insync.replicas: the topic's, else the
     cluster default, else 1, as the summaries count it)."""
-    partitions, configs = image.tables["partitions"], image.tables["configs"]
     isr = pc.fill_null(pc.list_value_length(partitions["isr"]), 0).to_numpy(zero_copy_only=False)
     replicas = pc.fill_null(pc.list_value_length(partitions["replicas"]), 0).to_numpy(zero_copy_only=False)
     leader = pc.fill_null(partitions["leader"], -1).to_numpy(zero_copy_only=False)
     levels = {(r["resource_type"], r["resource_name"]): r["value"] for r in
-              configs.filter(pc.equal(configs["name"], "min.insync.replicas")).to_pylist()}
+              configs.filter(pc.equal(configs["name"], MIN_ISR)).to_pylist()}
     cluster = _positive(levels.get(("broker", "")), 1)
     topic_levels = {name: _positive(value, cluster) for (kind, name), value in levels.items() if kind == "topic"}
     names = partitions["topic_name"]
@@ -176,7 +202,13 @@ def image_view(image: WarehouseImage) -> ImageView:
         minimum = per_name.take(pc.index_in(names, unique)).to_numpy(zero_copy_only=False)
     else:
         minimum = np.full(partitions.num_rows, cluster)
-    flags = pa.table({"under_replicated": isr < replicas, "under_min_isr": isr < minimum, "offline": leader < 0})
+    return pa.table({"under_replicated": isr < replicas, "under_min_isr": isr < minimum, "offline": leader < 0})
+
+
+def image_view(image: WarehouseImage) -> ImageView:
+    """Per-partition flags and per-topic counts at this image."""
+    partitions = image.tables["partitions"]
+    flags = partition_flags(partitions, image.tables["configs"])
     counted = pa.table({"topic_id": partitions["topic_id"],
                         **{n: pc.cast(flags[n], pa.int64()) for n in flags.column_names}})
     per_topic = counted.group_by("topic_id").aggregate(
@@ -198,6 +230,40 @@ def image_view(image: WarehouseImage) -> ImageView:
     by_topic = np.argsort(codes, kind="stable")
     starts = np.searchsorted(codes[by_topic], np.arange(len(encoded.dictionary) + 1))
     return ImageView(image.provenance, tables, topics, flags, encoded.dictionary, by_topic, starts)
+
+
+def moved_view(view: ImageView, moves: Mapping[str, pa.Table], provenance: Provenance) -> ImageView | None:
+    """`view` at another image, from `moves` (per table, the rows whose version differs there:
+    `WarehouseReader.moves`): the changed partitions' rows replaced in place, their flags and their topics'
+    counts updated, every other index kept; so it costs what changed, not the image. None when the moves
+    reach further than that (a topic or a partition created or deleted, a min.insync.replicas config, more
+    than a `MOVED_SHARE`th of the partitions): the image is then built afresh."""
+    changed, partitions = moves["partitions"], view.tables["partitions"]
+    if moves["topics"].num_rows or changed.num_rows * MOVED_SHARE > partitions.num_rows:
+        return None
+    if pc.any(pc.equal(moves["configs"]["name"], MIN_ISR)).as_py() or pc.any(changed["deleted"]).as_py():
+        return None
+    at = view.rows_of(changed)
+    if at is None:
+        return None
+    tables = {name: apply_changes(rows, moves[name], TABLES[name].key) if moves[name].num_rows else rows
+              for name, rows in view.tables.items() if name != "partitions"}
+    rows = changed.select(TABLES["partitions"].schema.names)
+    now = partition_flags(rows, tables["configs"])
+    where = pc.index_in(rows["topic_id"], view.topics["topic_id"]).to_numpy(zero_copy_only=False)
+    topics, flags = view.topics, {}
+    for name in view.flags.column_names:
+        before = view.flags[name].to_numpy(zero_copy_only=False)
+        flags[name] = before.copy()
+        flags[name][at] = now[name].to_numpy(zero_copy_only=False)
+        counts = topics[name].to_numpy().copy()
+        np.add.at(counts, where, flags[name][at].astype(np.int64) - before[at].astype(np.int64))
+        topics = topics.set_column(topics.schema.get_field_index(name), name, pa.array(counts))
+    order = np.arange(partitions.num_rows)
+    order[at] = partitions.num_rows + np.arange(len(at))
+    tables["partitions"] = pa.concat_tables([partitions, compact(rows).cast(partitions.schema)]).take(
+        pa.array(order)).combine_chunks()
+    return ImageView(provenance, tables, topics, pa.table(flags), view.topic_ids, view.by_topic, view.topic_starts)
 
 
 def _positive(text: str | None, default: int) -> int:
@@ -286,7 +352,18 @@ class Explorer:
             if len(self._answered) >= ANSWERS_KEPT:  # history never changes an answer: forgetting costs a read
                 self._answered.clear()
             self._answered[offset] = answered
-        return self.images.get(answered, lambda: image_view(self.reader.image_at(answered)))
+        held = [(abs(key - answered), key, view) for key, view in self.images.cached() if isinstance(key, int)]
+        near = min(held, key=lambda found: found[:2])[1:] if held else None  # taken before the cache makes room
+        return self.images.get(answered, lambda: self._view_at(answered, near))
+
+    def _view_at(self, offset: int, near: tuple[int, ImageView] | None) -> ImageView:
+        """The image published at `offset`: moved from `near` (a cached image and its offset) when it can be
+        (the history between them read, not the image), else read whole (`image_at`)."""
+        if near is not None:
+            moved = moved_view(near[1], self.reader.moves(near[0], offset), self.reader.provenance(offset))
+            if moved is not None:
+                return moved
+        return image_view(self.reader.image_at(offset))
 
     def table_page(self, offset: int, table: str, query: str | None, sort: str | None, descending: bool,
                    page: int, size: int) -> Page:
@@ -427,7 +504,7 @@ class Explorer:
             fresh = kept is not None and (kept[0] == last or time.monotonic() - kept[1] < self.timeline_max_age_s)
             if kept is not None and fresh:
                 return kept[2]
-            with _BUILD:
+            with _BUILD, paused_collector():
                 built = build_timeline(self.reader)
             self._timeline = (last, time.monotonic(), built)
             return built

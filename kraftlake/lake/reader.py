@@ -40,7 +40,15 @@ from kraftlake.lake.errors import TimeTravelError, UnknownKeyError, WarehouseLay
 from kraftlake.lake.handles import OPEN_TABLES
 from kraftlake.lake.history import KeyParser, Version, change_lines, versions
 from kraftlake.lake.scan import AnyOf, Selection, Where, scan
-from kraftlake.lake.time_travel import ImageRow, WarehouseImage, apply_changes, image_row, one_chunk, some_chunk
+from kraftlake.lake.time_travel import (
+    ImageRow,
+    WarehouseImage,
+    apply_changes,
+    image_row,
+    last_version_rows,
+    one_chunk,
+    some_chunk,
+)
 from kraftlake.lake.warehouse import (
     BATCHES,
     GAPS,
@@ -288,6 +296,35 @@ class WarehouseReader:
             for name in TABLES
         }
 
+    def moves(self, from_image: int, to_image: int) -> dict[str, pa.Table]:
+        """Per sub-image table, the history rows that turn it at published image `from_image` into the one at
+        `to_image`: one per key whose version differs, that key's version at `to_image` (a key absent there:
+        a row with only its key, `deleted` true). Read: the history between the two and, going back, the
+        changed keys' earlier versions; so moving between two moments costs what changed between them, not
+        the image (what the explorer does with an image it already holds)."""
+        with ThreadPoolExecutor(max_workers=READERS) as readers:  # delta-rs and Arrow release the GIL
+            moved = readers.map(lambda name: self._table_moves(name, from_image, to_image), TABLES)
+            return dict(zip(TABLES, moved, strict=True))
+
+    def _table_moves(self, table: str, from_image: int, to_image: int) -> pa.Table:
+        low, high = sorted((from_image, to_image))
+        between = self.scan(history_name(table), self._history_since(low, high))
+        key = list(TABLES[table].key)
+        if to_image >= from_image or between.num_rows == 0:
+            return one_chunk(between.take(pa.array(last_version_rows(between, key))).cast(history_schema(table)))
+        changed = between.select(key).group_by(key, use_threads=False).aggregate([])
+        wanted = [Where(key[0], "in", pc.unique(changed[key[0]]).to_pylist()), Where("from_offset", "<=", to_image)]
+        earlier = self.scan(history_name(table), wanted)
+        numbered = earlier.select(key).append_column("row", pa.array(np.arange(earlier.num_rows)))
+        earlier = earlier.take(numbered.join(changed, key, join_type="left semi")["row"])  # lists do not join
+        found = earlier.take(pa.array(last_version_rows(earlier, key))) if earlier.num_rows else earlier
+        absent = changed.join(found.select(key), key, join_type="left anti")
+        gone = pa.table({name: absent[name] if name in key else pa.nulls(absent.num_rows, field.type)
+                         for name, field in zip(history_schema(table).names, history_schema(table), strict=True)})
+        for name, value in (("from_offset", to_image), ("deleted", True)):
+            gone = gone.set_column(gone.schema.get_field_index(name), name, pa.array([value] * absent.num_rows))
+        return one_chunk(pa.concat_tables([found.cast(history_schema(table)), gone.cast(history_schema(table))]))
+
     def change_lines(self, table: str, changes: pa.Table) -> pa.Array:
         """`changes` (as `changes` returns them) as JSON lines, each compared with its key's version before."""
         key = TABLES[table].key
@@ -397,6 +434,10 @@ class WarehouseReader:
     @staticmethod
     def _history_since(after: int, through: int) -> list[Where]:
         return [Where("from_offset", ">", after), Where("from_offset", "<=", through)]
+
+    def provenance(self, offset: int) -> Provenance:
+        """The provenance `image_at` gives the image published at `offset` (for an image built another way)."""
+        return self._provenance(offset)
 
     def _provenance(self, offset: int) -> Provenance:
         """The provenance of the image published at `offset`: the epoch and append time of the batch holding
