@@ -9,8 +9,16 @@ a stale writer fenced. A cluster whose data cannot be replayed (a gap, a corrupt
 in its topic, a store that refuses) stops with one line naming it; its messages are skipped for the rest of
 the run (a restart tries again from its last good image) and the other clusters go on.
 
+With the fleet file's shared `topic`, the query reads that one topic instead: every cluster's messages, keyed
+by its name, each cluster on one partition (`kraftlake.records.topic`); a micro-batch is split by the key's
+cluster, so its cost is its messages', whatever the number of clusters (Spark's Kafka source pays offset
+lookups per topic-partition with new data: fifty topics were fifty tasks a micro-batch). A cluster's writer
+reads its part of the topic back after a restart (`SharedTopicReads`: its partition, its key), and its source
+names the topic and the key.
+
 The fleet file is looked at every few seconds: a cluster added whose topic exists joins the query (stopped
-and started again on the same checkpoint; Spark's source starts a new topic at its first offset). A cluster
+and started again on the same checkpoint; Spark's source starts a new topic at its first offset); on the
+shared topic it joins without a restart (its messages are in the topic already: its writer reads them back). A cluster
 removed is no longer written; its topic stays subscribed, because Spark's checkpoint holds its offsets and a
 topic dropped from the subscription would be reported as data loss. Each cluster's tables are registered in
 the catalog (`kraftlake.fleet.catalog`) once its warehouse exists, and its persistent views
@@ -34,6 +42,7 @@ from kraftlake.fleet.catalog import CatalogError, PublishedViews, catalog_conf, 
 from kraftlake.jobs import kafka_topic
 from kraftlake.jobs.kafka_topic import KafkaTopicError
 from kraftlake.jobs.materialize import (
+    REBUILD_TIMEOUT_S,
     MaterializeError,
     MicroBatchWriter,
     check_topic_identity,
@@ -41,8 +50,10 @@ from kraftlake.jobs.materialize import (
     local_spark,
 )
 from kraftlake.lake.reader import WarehouseReader
+from kraftlake.lake.source import topic_source
 from kraftlake.lake.topic_replay import TopicMessage
 from kraftlake.lake.warehouse import Warehouse
+from kraftlake.records.topic import cluster_key, cluster_partition, split_cluster_key
 from kraftlake.settings.errors import SettingsError
 from kraftlake.settings.flags import MaterializeConfig
 from kraftlake.settings.fleet import Fleet, cluster_location, file_stamp, load_fleet
@@ -62,30 +73,65 @@ def cluster_config(base: MaterializeConfig, fleet: Fleet, name: str) -> Material
     )
 
 
-class FleetWriter:
-    """The foreachBatch function of the fleet's query: a micro-batch split by topic, each cluster's part to its
-    own writer; a failing cluster is noted (`failures`) and left out, the others go on."""
+class SharedTopicReads:
+    """A cluster's part of the fleet's shared topic read outside the stream (`TopicReads`, after a restart or
+    when the cluster joins): its partition, its messages only (filtered by the executors)."""
 
-    def __init__(self, spark: Any, base: MaterializeConfig) -> None:
+    def __init__(self, config: MaterializeConfig, spark: Any, partition: int, cluster: str) -> None:
+        self.config = config
+        self.spark = spark
+        self.partition = partition
+        self.cluster = cluster
+
+    def messages_before(self, kafka_offset: int) -> Iterator[list[TopicMessage]]:
+        config = self.config
+        return kafka_topic.read_messages(self.spark, config.bootstrap_servers, config.topic,
+                                         dict(config.kafka_options), kafka_offset, self.partition,
+                                         cluster_key(self.cluster, b""))
+
+    def end_offset(self) -> int:
+        config = self.config
+        return kafka_topic.end_offset(self.spark, config.bootstrap_servers, config.topic, dict(config.kafka_options),
+                                      REBUILD_TIMEOUT_S, self.partition)
+
+
+class FleetWriter:
+    """The foreachBatch function of the fleet's query: a micro-batch split by topic (or, on the shared topic, by
+    the key's cluster), each cluster's part to its own writer; a failing cluster is noted (`failures`) and left
+    out, the others go on."""
+
+    def __init__(self, spark: Any, base: MaterializeConfig, shared: bool = False) -> None:
         self.spark = spark
         self.base = base
-        self.writers: dict[str, tuple[str, MicroBatchWriter]] = {}  # topic -> (cluster, writer)
+        self.shared = shared  # the fleet's shared topic: writers by cluster name, not by topic
+        self.writers: dict[str, tuple[str, MicroBatchWriter]] = {}  # topic (shared: cluster) -> (cluster, writer)
+        self.partitions: dict[str, int] = {}  # the shared topic: cluster -> its partition
         self.failures: dict[str, str] = {}  # cluster -> the one line that stopped it
         self.registered: set[str] = set()
         self.readers: dict[str, WarehouseReader] = {}  # cluster -> a reader of its warehouse, for the catalog's views
+        self.unnamed_seen = False  # a shared topic's message whose key names no cluster was reported
 
     def add(self, fleet: Fleet, name: str) -> None:
         config = cluster_config(self.base, fleet, name)
-        self.writers[config.topic] = (name, MicroBatchWriter(config, self.spark))
+        partitions = fleet.clusters[name].shared_partitions
+        if partitions is None:
+            self.writers[config.topic] = (name, MicroBatchWriter(config, self.spark))
+        else:
+            partition = self.partitions[name] = cluster_partition(name, partitions)
+            self.writers[name] = (name, MicroBatchWriter(
+                config, self.spark, SharedTopicReads(config, self.spark, partition, name),
+                topic_source(config.bootstrap_servers, config.topic, config.cluster_id, key=name),
+                f"{config.topic} partition {partition} key {name}"))
         self.readers[name] = WarehouseReader(Warehouse(config.warehouse, dict(config.storage_options)))
 
     def clusters(self) -> set[str]:
         return {name for name, _ in self.writers.values()}
 
     def remove(self, name: str) -> None:
-        for topic in [topic for topic, (cluster, _) in self.writers.items() if cluster == name]:
-            del self.writers[topic]
+        for route in [route for route, (cluster, _) in self.writers.items() if cluster == name]:
+            del self.writers[route]
         self.readers.pop(name, None)
+        self.partitions.pop(name, None)
 
     def published(self, fleet: Fleet) -> dict[str, tuple[WarehouseReader, dict[str, str]]]:
         """The clusters whose tables are registered, as the catalog's views take them (reader, labels); a
@@ -94,22 +140,47 @@ class FleetWriter:
                 if name in self.registered and name in fleet.clusters}
 
     def __call__(self, frame: Any, batch_id: int) -> None:
-        for topic, messages in split_by_topic(frame).items():
-            if topic in self.writers:
-                self.write(topic, messages)
+        if self.shared:
+            self.write_shared(split_by_cluster(frame))
+        else:
+            for topic, messages in split_by_topic(frame).items():
+                if topic in self.writers:
+                    self.write(topic, messages)
         if self.writers and all(name in self.failures for name, _ in self.writers.values()):
             raise MaterializeError("every cluster stopped")
 
-    def write(self, topic: str, messages: list[TopicMessage]) -> None:
-        name, writer = self.writers[topic]
+    def write_shared(self, parts: dict[tuple[str, int], list[TopicMessage]]) -> None:
+        """Each cluster's messages to its writer; a cluster's messages on another partition than its own stop it
+        (its order is only kept within one partition); a key that names no cluster is reported once and skipped."""
+        for (name, partition), messages in parts.items():
+            if not name:
+                if not self.unnamed_seen:
+                    self.unnamed_seen = True
+                    print(f"materialize: topic {self.base.topic} partition {partition} Kafka offset "
+                          f"{messages[0].kafka_offset}: a message whose key names no cluster (skipped, and any "
+                          "more like it)", file=sys.stderr, flush=True)
+            elif name in self.writers and partition != self.partitions[name]:
+                self.fail(name, f"its messages are on partition {partition} of the shared topic, not on its own "
+                                f"partition {self.partitions[name]}: the topic's partition count changed, and a "
+                                "cluster's order holds only within one partition")
+            elif name in self.writers:
+                self.write(name, messages)
+
+    def write(self, route: str, messages: list[TopicMessage]) -> None:
+        name, writer = self.writers[route]
         if name in self.failures:
             return
         try:
             writer.write(messages)
         except Exception as error:  # this cluster stops; the micro-batch goes on for the others
-            self.failures[name] = writer.failure or concise_failure(str(error))
-            print(f"materialize: cluster {name}: {self.failures[name]} (its warehouse keeps the last good "
-                  "image; the other clusters go on)", file=sys.stderr, flush=True)
+            self.fail(name, writer.failure or concise_failure(str(error)))
+
+    def fail(self, name: str, line: str) -> None:
+        if name in self.failures:
+            return
+        self.failures[name] = line
+        print(f"materialize: cluster {name}: {line} (its warehouse keeps the last good image; the other clusters "
+              "go on)", file=sys.stderr, flush=True)
 
     def flush(self) -> None:
         for name, writer in self.writers.values():
@@ -157,11 +228,30 @@ def split_by_topic(frame: Any) -> dict[str, list[TopicMessage]]:
     return grouped
 
 
+def split_by_cluster(frame: Any) -> dict[tuple[str, int], list[TopicMessage]]:
+    """A shared topic's micro-batch per (cluster, partition), each in Kafka offset order, the cluster's name cut
+    off the key (a key that names none: cluster ""); a message without a value refused."""
+    table = frame.select("partition", "offset", "key", "value").toArrow().sort_by([("partition", "ascending"),
+                                                                                    ("offset", "ascending")])
+    grouped: dict[tuple[str, int], list[TopicMessage]] = {}
+    for partition, offset, key, value in zip(
+            *(table.column(c).to_pylist() for c in ("partition", "offset", "key", "value")), strict=True):
+        if value is None:
+            raise KafkaTopicError(f"partition {partition} Kafka offset {offset}: a message without a value")
+        name, own_key = split_cluster_key(key) or ("", key)
+        grouped.setdefault((name, partition), []).append(TopicMessage(offset, own_key, value))
+    return grouped
+
+
 def ready_clusters(spark: Any, base: MaterializeConfig, fleet: Fleet, known: set[str]) -> Iterator[str]:
-    """The clusters not in `known` whose topic exists and is the one the checkpoint read before; one line for
-    each left out (it is looked at again at the next reload)."""
+    """The clusters not in `known` whose topic exists and is the one the checkpoint read before (the shared
+    topic is checked once, at the start: every cluster is ready); one line for each left out (it is looked at
+    again at the next reload)."""
     for name in fleet.clusters:
         if name in known:
+            continue
+        if fleet.settings.topic:
+            yield name
             continue
         try:
             check_topic_identity(spark, cluster_config(base, fleet, name))
@@ -203,7 +293,11 @@ def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any,
     """Run the fleet's query until `stop` is set (with `available_now`: until every topic is drained); returns the
     clusters that stopped, with their line. `base.warehouse` is ROOT, `base.spark_checkpoint` the query's."""
     fleet = load_fleet(fleet_path)
-    writer = FleetWriter(spark, base)
+    shared = fleet.settings.topic
+    if shared:  # one topic, one identity: refused in one line when it was deleted and created again
+        base = dataclasses.replace(base, topic=shared)
+        check_topic_identity(spark, base)
+    writer = FleetWriter(spark, base, shared=bool(shared))
     views = PublishedViews(spark, fleet.settings.catalog_refresh_seconds)
     for name in ready_clusters(spark, base, fleet, set()):
         writer.add(fleet, name)
@@ -211,7 +305,8 @@ def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any,
         raise MaterializeError(f"{fleet_path}: no cluster's topic can be read yet (see the lines above)")
     stamp = file_stamp(fleet_path)
     while True:
-        query = start(spark, base, subscribed(base.spark_checkpoint, set(writer.writers)), writer)
+        topics = {base.topic} if shared else set(writer.writers)
+        query = start(spark, base, subscribed(base.spark_checkpoint, topics), writer)
         try:
             restart = False
             while not restart and not query.awaitTermination(RELOAD_S):
@@ -239,13 +334,20 @@ def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any,
 
 
 def _reload(spark: Any, base: MaterializeConfig, path: Path, fleet: Fleet, writer: FleetWriter) -> tuple[Fleet, bool]:
-    """The fleet file as it is now (the one before, when it no longer loads), applied; True when a topic joined
-    (the query must restart to read it)."""
+    """The fleet file as it is now (the one before, when it no longer loads, or names another shared topic),
+    applied; True when a topic joined (the query must restart to read it; a cluster on the shared topic needs
+    none)."""
     try:
-        fleet = load_fleet(path)
+        loaded = load_fleet(path)
     except SettingsError as error:
         print(f"materialize: {error}; going on with the clusters as they were", file=sys.stderr, flush=True)
         return fleet, False
+    if (loaded.settings.topic, loaded.settings.topic_partitions) != (fleet.settings.topic,
+                                                                     fleet.settings.topic_partitions):
+        print(f"materialize: {path}: topic / topic_partitions changed: a restart of the job applies that; going on "
+              "with the clusters as they were", file=sys.stderr, flush=True)
+        return fleet, False
+    fleet = loaded
     known = writer.clusters()
     for name in known - set(fleet.clusters):
         writer.remove(name)
@@ -253,7 +355,7 @@ def _reload(spark: Any, base: MaterializeConfig, path: Path, fleet: Fleet, write
     added = list(ready_clusters(spark, base, fleet, known))
     for name in added:
         writer.add(fleet, name)
-    return fleet, bool(added)
+    return fleet, bool(added) and not writer.shared
 
 
 def run_fleet_job(config: MaterializeConfig, spark: Any | None = None, stop: threading.Event | None = None) -> None:

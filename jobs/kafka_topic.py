@@ -45,15 +45,17 @@ def stream(spark: Any, bootstrap_servers: str, topic: str, options: Mapping[str,
     return reader.load()
 
 
-def end_offset(spark: Any, bootstrap_servers: str, topic: str, options: Mapping[str, str], timeout_s: float) -> int:
-    """The Kafka offset after the last message of partition 0, asked with Kafka's Java client in the driver's
-    JVM (the jar Spark's source brings), configured as the source is."""
+def end_offset(spark: Any, bootstrap_servers: str, topic: str, options: Mapping[str, str], timeout_s: float,
+               partition_number: int = 0) -> int:
+    """The Kafka offset after the last message of the partition (a metadata topic's one, or a shared topic's
+    cluster's), asked with Kafka's Java client in the driver's JVM (the jar Spark's source brings), configured as
+    the source is."""
     jvm = spark.sparkContext._jvm
     properties = _java_properties(jvm, bootstrap_servers, options)
     deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
     properties.setProperty("key.deserializer", deserializer)
     properties.setProperty("value.deserializer", deserializer)
-    partition = jvm.org.apache.kafka.common.TopicPartition(topic, 0)
+    partition = jvm.org.apache.kafka.common.TopicPartition(topic, partition_number)
     consumer = jvm.org.apache.kafka.clients.consumer.KafkaConsumer(properties)
     try:
         partitions = jvm.java.util.Collections.singletonList(partition)
@@ -101,23 +103,28 @@ def _java_cause(error: Exception) -> str:
 
 
 def read_messages(
-    spark: Any, bootstrap_servers: str, topic: str, options: Mapping[str, str], end: int
+    spark: Any, bootstrap_servers: str, topic: str, options: Mapping[str, str], end: int, partition: int = 0,
+    key_prefix: bytes = b"",
 ) -> Iterator[list[TopicMessage]]:
-    """Partition 0's messages before Kafka offset `end`, in chunks of `REBUILD_CHUNK` offsets, read with
-    Spark's batch Kafka source (the driver gets each chunk as Arrow)."""
+    """The partition's messages before Kafka offset `end`, in chunks of `REBUILD_CHUNK` offsets, read with
+    Spark's batch Kafka source (the driver gets each chunk as Arrow). With `key_prefix` (a shared topic's
+    cluster) only the messages whose key starts with it, filtered by the executors, the prefix cut off."""
     start = 0
     while start < end:
         stop = min(end, start + REBUILD_CHUNK)
         frame = (
             spark.read.format("kafka")
             .options(**client_options(bootstrap_servers, options))
-            .option("assign", json.dumps({topic: [0]}))
-            .option("startingOffsets", json.dumps({topic: {"0": start}}))
-            .option("endingOffsets", json.dumps({topic: {"0": stop}}))
+            .option("assign", json.dumps({topic: [partition]}))
+            .option("startingOffsets", json.dumps({topic: {str(partition): start}}))
+            .option("endingOffsets", json.dumps({topic: {str(partition): stop}}))
             .option("failOnDataLoss", "true")
             .load()
         )
-        yield collect_messages(frame)
+        if key_prefix:
+            frame = frame.where(f"substring(key, 1, {len(key_prefix)}) = X'{key_prefix.hex()}'")
+        messages = collect_messages(frame)
+        yield [m._replace(key=(m.key or b"")[len(key_prefix):]) for m in messages] if key_prefix else messages
         start = stop
 
 

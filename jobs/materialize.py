@@ -21,9 +21,9 @@ from typing import Any
 from kraftlake.jobs import kafka_topic
 from kraftlake.jobs.kafka_topic import KafkaTopicError, collect_messages
 from kraftlake.lake.errors import LakeError, WriterFencedError
-from kraftlake.lake.source import topic_source
+from kraftlake.lake.source import SourceIdentity, topic_source
 from kraftlake.lake.store_errors import store_failure
-from kraftlake.lake.topic_replay import TopicFormatError, TopicMessage, TopicReplay
+from kraftlake.lake.topic_replay import TopicFormatError, TopicMessage, TopicReads, TopicReplay
 from kraftlake.lake.warehouse import Warehouse
 from kraftlake.replay.errors import ReplayError
 from kraftlake.settings import SettingsError, load_kraftlake
@@ -74,17 +74,19 @@ class SparkTopicReads:
 class MicroBatchWriter:
     """The foreachBatch function. Runs in the driver, so the replay state survives between micro-batches;
     `spark` is the driver's session, for the reads a restart makes before the stream's first micro-batch.
-    `failure` keeps the one line of what stopped it (Spark wraps the error itself in pages of traces)."""
+    `failure` keeps the one line of what stopped it (Spark wraps the error itself in pages of traces).
+    A fleet's shared topic passes its cluster's part of it: `reads`, `source` and `label` (what errors name)."""
 
-    def __init__(self, config: MaterializeConfig, spark: Any) -> None:
+    def __init__(self, config: MaterializeConfig, spark: Any, reads: TopicReads | None = None,
+                 source: SourceIdentity | None = None, label: str | None = None) -> None:
         self.config = config
         self.failure: str | None = None
         self.fenced = False  # the failure is another writer's claim on the warehouse
         self.replay = TopicReplay(
             Warehouse(config.warehouse, dict(config.storage_options)),
-            topic_source(config.bootstrap_servers, config.topic, config.cluster_id),
-            config.topic,
-            SparkTopicReads(config, spark),
+            source or topic_source(config.bootstrap_servers, config.topic, config.cluster_id),
+            label or config.topic,
+            reads or SparkTopicReads(config, spark),
             idle_publish_ms=int(config.idle_publish_seconds * 1000),
             coalesce_backlog=config.coalesce_backlog,
         )

@@ -21,6 +21,15 @@ go backwards. The publisher notices, ends the session and re-sends from the firs
 that ignores batches beyond a gap in base offsets (and drops those seen before) still sees every batch, in
 order.
 
+On a fleet's shared topic (`PublisherConfig.cluster` set) many clusters' publishers write one topic: each
+cluster's messages carry its name in the key and go to the one partition the name hashes to
+(`kraftlake.records.topic`), so its order holds there. The partition's tail is then another cluster's, so the
+resume point is the cluster's own position instead, as Kafka Connect keeps a source's offsets: a compacted
+`<topic>-positions` topic, key = the cluster, value = the next offset and its epoch, written only after every
+batch before it was acknowledged (`ProducerSession.record_position`). A position may lag the topic (written
+every few seconds), never lead it: a restart re-sends whole batches at most. Lost deliveries show as a Kafka
+offset that goes backwards for the cluster's own messages (others' messages come in between).
+
 `published_offset` says how far the topic holds the log, as acknowledged. A broker that crashes may still
 lose what it acknowledged last (what it had not flushed to disk), so the quorum keeps its log prefix from
 `durable_offset()` on, even once a snapshot covers it: the offset acknowledged at least `durable_after_ms`
@@ -31,6 +40,7 @@ without end while another node publishes.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import threading
 import time
@@ -39,19 +49,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kraftlake.bridge.source import CommittedLog, Leadership
 from kraftlake.records import RecordBatch, SnapshotId, decode_batch
 from kraftlake.records.batch import read_header
-from kraftlake.records.topic import LOG_KEY, MAX_MESSAGE_BYTES, decode_key, encode_key, ends_snapshot, snapshot_of
+from kraftlake.records.topic import (
+    LOG_KEY,
+    MAX_MESSAGE_BYTES,
+    cluster_key,
+    cluster_partition,
+    decode_key,
+    encode_key,
+    ends_snapshot,
+    snapshot_of,
+)
 from kraftlake.settings import DEFAULT_TOPIC
 
 log = logging.getLogger(__name__)
 
 _REMEMBERED_DELIVERIES = 100_000  # far more than a broker can lose in its last second
 STANDBY_READ_TIMEOUT_S = 5.0
+POSITION_INTERVAL_S = 5.0  # a shared topic's cluster records its position at most this often (and at a stop)
 
 
 class PublishError(Exception):
@@ -70,6 +90,20 @@ class PublisherConfig:
     standby_refresh_ms: int = 10_000  # how often a standby reads how far the topic goes
     durable_after_ms: int = 10_000  # an acknowledged batch counts as safe in the topic this long after
     extra_producer_config: tuple[tuple[str, str], ...] = ()
+    cluster: str | None = None  # on a fleet's shared topic: whose batches these are (None: a topic of its own)
+    partitions: int = 1  # the topic's partition count (a shared topic's: the fleet file's `topic_partitions`)
+
+    @property
+    def partition(self) -> int:
+        return 0 if self.cluster is None else cluster_partition(self.cluster, self.partitions)
+
+    @property
+    def positions_topic(self) -> str:
+        """Where a shared topic's clusters keep their positions (compacted, key = cluster)."""
+        return f"{self.topic}-positions"
+
+    def key(self, key: bytes) -> bytes:
+        return key if self.cluster is None else cluster_key(self.cluster, key)
 
 
 class TopicProducer:
@@ -243,7 +277,8 @@ class ProducerSession:
         while True:
             try:
                 self.producer.produce(
-                    self.config.topic, key=encode_key(base_offset) if key is None else key, value=raw, partition=0,
+                    self.config.topic, key=self.config.key(encode_key(base_offset) if key is None else key), value=raw,
+                    partition=self.config.partition,
                     on_delivery=functools.partial(self._delivered, base_offset=base_offset, last_offset=last_offset),
                 )
                 break
@@ -261,19 +296,35 @@ class ProducerSession:
         kafka_offset = message.offset()
         assert kafka_offset is not None  # set on every message delivered without error
         previous = self._last_kafka_offset
-        if previous is not None and kafka_offset != previous + 1:
+        # a topic of its own is contiguous; on a shared partition other clusters' messages come in between
+        interleaved = self.config.cluster is not None and previous is not None and kafka_offset > previous
+        if previous is not None and kafka_offset != previous + 1 and not interleaved:
             self.error = self.error or (
                 f"the topic's offsets jumped from {previous} to {kafka_offset}: the broker lost or interleaved "
                 f"messages"
             )
-            if kafka_offset <= previous:  # lost: our batch that had this Kafka offset must go out again
-                self.resend_from = self._acknowledged.get(kafka_offset, 0)
+            if kafka_offset <= previous:  # lost: our first batch at or after this Kafka offset must go out again
+                self.resend_from = min((base for at, base in self._acknowledged.items() if at >= kafka_offset),
+                                       default=0)
         self._last_kafka_offset = kafka_offset
         self._acknowledged[kafka_offset] = base_offset
         if len(self._acknowledged) > _REMEMBERED_DELIVERIES:
             del self._acknowledged[next(iter(self._acknowledged))]
         if self.error is None:
             self.acknowledged_last_offset = last_offset
+
+    def record_position(self, next_offset: int, last_epoch: int) -> None:
+        """A shared topic: the cluster's resume point, to be called once every batch before `next_offset` was
+        acknowledged (a position never runs ahead of the topic)."""
+        assert self.config.cluster is not None
+        value = json.dumps({"next_offset": next_offset, "last_epoch": last_epoch}).encode()
+        self.producer.produce(self.config.positions_topic, key=self.config.cluster.encode(), value=value,
+                              partition=0, on_delivery=self._position_delivered)
+        self.producer.poll(0)
+
+    def _position_delivered(self, error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            self.error = self.error or f"delivery of the position failed: {error.str()}"
 
     def _raise_if_failed(self) -> None:
         if self.error is not None:
@@ -296,40 +347,49 @@ class ProducerSession:
 
 
 def ensure_topic(config: PublisherConfig) -> None:
-    """Create the topic (1 partition, unlimited retention, messages as big as a Raft batch) unless it exists;
-    refuse one with more partitions."""
+    """Create the topic (1 partition, or a shared topic's count; unlimited retention, messages as big as a Raft
+    batch) unless it exists; refuse one with another partition count (a cluster's order lives in one partition).
+    A shared topic's positions topic too."""
     admin = AdminClient({"bootstrap.servers": config.bootstrap_servers})
-    metadata = admin.list_topics(config.topic, timeout=10)
-    topic = metadata.topics.get(config.topic)
+    metadata_config = {"retention.ms": "-1", "retention.bytes": "-1", "max.message.bytes": str(MAX_MESSAGE_BYTES)}
+    _ensure(admin, config, config.topic, config.partitions, metadata_config)
+    if config.cluster is not None:  # compacted: the newest position per cluster stays, the rest goes
+        _ensure(admin, config, config.positions_topic, 1, {"cleanup.policy": "compact", "segment.ms": "600000"})
+
+
+def _ensure(admin: AdminClient, config: PublisherConfig, name: str, partitions: int, settings: dict[str, str]) -> None:
+    # every topic listed: a client asking for one by name has a broker with auto.create.topics.enable create it,
+    # with the broker's default partition count (seen on the shared topic)
+    topic = admin.list_topics(timeout=10).topics.get(name)
     if topic is not None and topic.error is None:
-        if len(topic.partitions) != 1:
+        if len(topic.partitions) != partitions:
             raise PublishError(
-                f"topic {config.topic} has {len(topic.partitions)} partitions: the metadata topic needs exactly 1"
+                f"topic {name} has {len(topic.partitions)} partitions: it needs exactly {partitions}"
             )
         return
-    new_topic = NewTopic(
-        config.topic, num_partitions=1, replication_factor=config.replication_factor,
-        config={"retention.ms": "-1", "retention.bytes": "-1", "max.message.bytes": str(MAX_MESSAGE_BYTES)},
-    )
+    new_topic = NewTopic(name, num_partitions=partitions, replication_factor=config.replication_factor,
+                         config=settings)
     try:
-        admin.create_topics([new_topic])[config.topic].result(timeout=30)
+        admin.create_topics([new_topic])[name].result(timeout=30)
     except KafkaException as error:
         if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
             raise
-    _wait_for_leader(admin, config.topic)
+    for partition in range(partitions):
+        _wait_for_leader(admin, name, partition)
 
 
-def _wait_for_leader(admin: AdminClient, topic: str, timeout_s: float = 30.0) -> None:
+def _wait_for_leader(admin: AdminClient, topic: str, partition: int, timeout_s: float = 30.0) -> None:
     """Kafka acknowledges a new topic before its brokers know the partition: reading the topic's tail right
     away fails with an unknown partition. Wait until the metadata names the partition's leader."""
     deadline = time.monotonic() + timeout_s
     while True:
         described = admin.list_topics(topic, timeout=10).topics.get(topic)
-        if described is not None and described.error is None and described.partitions.get(0, None) is not None \
-                and described.partitions[0].leader >= 0:
+        if described is not None and described.error is None and described.partitions.get(partition) is not None \
+                and described.partitions[partition].leader >= 0:
             return
         if time.monotonic() > deadline:
-            raise PublishError(f"topic {topic} was created but has no partition leader after {timeout_s:.0f} s")
+            raise PublishError(f"topic {topic} was created but partition {partition} has no leader after "
+                               f"{timeout_s:.0f} s")
         time.sleep(0.1)
 
 
@@ -365,7 +425,10 @@ class TopicTail:
 
 def read_tail(config: PublisherConfig, timeout_s: float = 30.0) -> TopicTail:
     """The topic's tail from its last message: a log batch (key = its base offset) or a snapshot's batch
-    (`kraftlake.records.topic`, as `kraftlake publish` writes one first when a log no longer starts at 0)."""
+    (`kraftlake.records.topic`, as `kraftlake publish` writes one first when a log no longer starts at 0). On a
+    shared topic: the cluster's recorded position (`read_position`)."""
+    if config.cluster is not None:
+        return read_position(config, timeout_s)
     message = last_message(config, timeout_s)
     if message is None:
         return TopicTail(0)
@@ -381,6 +444,40 @@ def read_tail(config: PublisherConfig, timeout_s: float = 30.0) -> TopicTail:
     if len(key) != LOG_KEY.size or decode_key(key) != header.base_offset:
         raise PublishError(f"the last message of {config.topic} has a key that is not its batch's base offset")
     return TopicTail(header.last_offset + 1, last_batch=value, last_epoch=header.partition_leader_epoch)
+
+
+def read_position(config: PublisherConfig, timeout_s: float = 30.0) -> TopicTail:
+    """A shared topic's cluster: the newest position it recorded (the positions topic read to its end), or
+    offset 0 when it has none (a cluster that published before recording one only re-sends whole batches)."""
+    assert config.cluster is not None
+    consumer = Consumer({
+        "bootstrap.servers": config.bootstrap_servers, "group.id": "kraftlake-publisher",
+        "enable.auto.commit": False,
+    })
+    wanted = config.cluster.encode()
+    found: bytes | None = None
+    try:
+        partition = TopicPartition(config.positions_topic, 0)
+        low, high = consumer.get_watermark_offsets(partition, timeout=timeout_s, cached=False)
+        consumer.assign([TopicPartition(config.positions_topic, 0, OFFSET_BEGINNING)])
+        at = low  # the consumer's position: compaction leaves holes, so no offset need be the last one
+        deadline = time.monotonic() + timeout_s
+        while at < high:
+            if time.monotonic() > deadline:
+                raise PublishError(f"could not read {config.positions_topic} to its end ({high}) within "
+                                   f"{timeout_s:.0f} s: at {at}")
+            for message in consumer.consume(10_000, timeout=1.0):
+                if message.error() is not None:
+                    raise PublishError(f"could not read {config.positions_topic}: {message.error()}")
+                if message.key() == wanted:
+                    found = message.value()
+            at = max(at, consumer.position([partition])[0].offset)
+    finally:
+        consumer.close()
+    if found is None:
+        return TopicTail(0)
+    position = json.loads(found)
+    return TopicTail(int(position["next_offset"]), last_epoch=int(position["last_epoch"]))
 
 
 def resume_offset(config: PublisherConfig, timeout_s: float = 30.0) -> int:

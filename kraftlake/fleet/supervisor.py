@@ -2,6 +2,7 @@
 supervised follower (a thread running `kraftlake.follow.follower.Follower`, the same as `kraftlake follow`), into
 its own metadata topic through the bridge.
 
+Each cluster's topic is its own, or the fleet file's shared `topic` (keyed by cluster, `kraftlake.bridge.publisher`).
 Isolation: each cluster has its own thread, sockets, producer and backoff, so a cluster that is down, slow or
 refuses the credentials only ever waits for itself. A follower that stops with an error (no controller answered
 within `connect_timeout_seconds`, authentication refused, a bad setting) is marked FAILED with that one line in
@@ -78,7 +79,10 @@ def follow_config(cluster: FleetCluster, config: SupervisorConfig) -> FollowConf
         source = ObserverConfig(endpoints, cluster_id=settings.cluster_id,
                                 connect_timeout_s=settings.connect_timeout_seconds, security=security)
     status = None if config.status_dir is None else config.status_dir / f"{cluster.name}.json"
-    return FollowConfig(source, replace(config.publisher, topic=cluster.topic), config.log_interval_s, status)
+    publisher = replace(config.publisher, topic=cluster.topic)
+    if cluster.shared_partitions is not None:  # the fleet's shared topic: keyed by cluster, its own partition
+        publisher = replace(publisher, cluster=cluster.name, partitions=cluster.shared_partitions)
+    return FollowConfig(source, publisher, config.log_interval_s, status)
 
 
 class ClusterFollower:

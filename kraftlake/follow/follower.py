@@ -10,7 +10,9 @@ publishing one) starts over at offset 0, which the leader answers with its newes
 An empty topic starts at 0 too: the log from its first offset, or the snapshot first when the leader has one
 (Kafka deleted the older log, or keeps a snapshot beside it): the warehouse then starts at that snapshot.
 
-A producer failure ends the session; the next one resumes from the topic's tail, as the publisher does.
+A producer failure ends the session; the next one resumes from the topic's tail, as the publisher does. On a
+fleet's shared topic the tail is the cluster's recorded position (`kraftlake.bridge.publisher.read_position`),
+recorded every `POSITION_INTERVAL_S` once what it covers is acknowledged, and when the follower stops.
 
 The status file (`kraftlake.follow.status`) is rewritten several times per stall period, so that its reader can
 tell a follower that makes progress from one that is STALLED; a snapshot that starts past the topic's last
@@ -27,7 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from kraftlake.bridge.publisher import ProducerSession, PublisherConfig, TopicTail, ensure_topic, read_tail
+from kraftlake.bridge.publisher import (
+    POSITION_INTERVAL_S,
+    ProducerSession,
+    PublisherConfig,
+    TopicTail,
+    ensure_topic,
+    read_tail,
+)
 from kraftlake.follow.client import FollowError
 from kraftlake.follow.observer import CommittedBatch, FetchedSnapshot, Observer, ObserverConfig
 from kraftlake.follow.status import Gap, Status, write_status
@@ -106,6 +115,8 @@ class Follower:
         self._reached_topic = False  # until the topic's tail was read once, a failing broker is an error
         self._source: Source | None = None  # the session's; the last one's position stays the facts after it
         self._reconnects_before = 0  # by the sources of sessions that ended
+        self._last_epoch = 0  # the leader epoch of the last batch published (a shared topic's position has it)
+        self._recorded = -1  # a shared topic: the offset the recorded position covers
 
     def run(self) -> None:
         backoff = self.config.publisher.retry_backoff_ms / 1000
@@ -135,8 +146,9 @@ class Follower:
         log.info("follow: topic %s holds the log up to offset %d; fetching from offset %d",
                  publisher.topic, tail.next_offset - 1, start)
         self.published_offset = tail.next_offset - 1 if tail.cut_snapshot is None else -1
+        self._last_epoch, self._recorded = tail.last_epoch, self.published_offset
         session = ProducerSession(publisher)
-        next_log = next_status = time.monotonic()
+        next_log = next_status = next_position = time.monotonic()
         written = source.position.answered_at  # the answer time the status file holds
         changes = source.leader_changes
         try:
@@ -150,6 +162,9 @@ class Follower:
                         session.flush()
                     self.published_offset = max(self.published_offset, source.position.next_offset - 1)
                 now = time.monotonic()
+                if now >= next_position:
+                    self._record_position(session)
+                    next_position = now + POSITION_INTERVAL_S
                 if now >= next_log or source.leader_changes != changes:
                     log.info("follow: %s", self._line(source))
                     next_log = now + self.config.log_interval_s
@@ -158,9 +173,17 @@ class Follower:
                 if now >= next_status or source.position.answered_at > written + self.config.status_interval_s:
                     self._write_status()
                     next_status, written = now + self.config.status_interval_s, source.position.answered_at
+            self._record_position(session)  # stopped: the next start resumes here
         finally:
             source.close()
             session.close()
+
+    def _record_position(self, session: ProducerSession) -> None:
+        """A shared topic: the cluster's resume point, once everything before it is acknowledged (the loop
+        flushes after each poll) and when it moved."""
+        if self.config.publisher.cluster is not None and self.published_offset > self._recorded:
+            session.record_position(self.published_offset + 1, self._last_epoch)
+            self._recorded = self.published_offset
 
     def _line(self, source: Source) -> str:
         return f"{source.position.describe()}; {self.messages} messages published"
@@ -188,6 +211,7 @@ class Follower:
         if isinstance(item, CommittedBatch):
             session.produce(item.header.base_offset, item.header.last_offset, item.raw)
             self._copied((item,))
+            self._last_epoch = item.header.partition_leader_epoch
             return
         batches = item.batches
         source = f"snapshot {item.snapshot_id.file_name()}"
@@ -204,6 +228,7 @@ class Follower:
         for batch in batches:
             session.produce(key_offset, key_offset, batch.raw, key=encode_snapshot_key(item.snapshot_id))
         self._copied(batches)
+        self._last_epoch = item.snapshot_id.epoch
         self.snapshots += 1
         log.info("follow: published %s (%d batches); the log follows from offset %d",
                  source, len(batches), item.snapshot_id.end_offset)

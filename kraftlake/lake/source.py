@@ -65,9 +65,12 @@ def directory_source(log_dir: Path) -> SourceIdentity:
     return SourceIdentity("directory", str(log_dir.absolute()), _cluster_id(log_dir.parent / META_PROPERTIES))
 
 
-def topic_source(bootstrap_servers: str, topic: str, cluster_id: str | None = None) -> SourceIdentity:
-    """A metadata topic's source; the topic does not say which cluster's log it holds, its operator may."""
-    return SourceIdentity("topic", f"{bootstrap_servers}/{topic}", cluster_id)
+def topic_source(bootstrap_servers: str, topic: str, cluster_id: str | None = None,
+                 key: str | None = None) -> SourceIdentity:
+    """A metadata topic's source; the topic does not say which cluster's log it holds, its operator may. On a
+    fleet's shared topic, `key` is the cluster whose messages (keyed by its name) the warehouse holds."""
+    where = f"{bootstrap_servers}/{topic}" + (f" key {key}" if key else "")
+    return SourceIdentity("topic", where, cluster_id)
 
 
 def _cluster_id(properties: Path) -> str | None:

@@ -7,11 +7,17 @@ The key says where the batch belongs:
   goes into the topic as its file's batches in file order (they carry the snapshot's own offsets, from 0),
   from the one holding the SnapshotHeaderRecord to the one holding the SnapshotFooterRecord; a reader loads
   it whole, as Kafka's loader loads a snapshot, once the footer arrives.
+
+On a fleet's shared topic (one topic for every cluster, `kraftlake.settings.fleet`) the key starts with the
+cluster's name and a NUL byte (`cluster_key`), then the key above: the name tells the clusters apart, and every
+message of a cluster goes to the one partition its name hashes to (`cluster_partition`), so a cluster's batches
+keep their order as they would on a topic of their own.
 """
 
 from __future__ import annotations
 
 import struct
+import zlib
 from typing import Protocol
 
 from kraftlake.records.batch import RecordBatch
@@ -24,6 +30,7 @@ LOG_KEY = struct.Struct(">q")
 # in 4.4), above the 1 MiB Kafka and librdkafka allow by default; twice that leaves room for the framing.
 MAX_MESSAGE_BYTES = 16 << 20
 SNAPSHOT_KEY = struct.Struct(">qi")
+CLUSTER_SEPARATOR = b"\x00"  # after the cluster's name in a shared topic's key (a name never holds one)
 
 
 def encode_key(base_offset: int) -> bytes:
@@ -61,6 +68,25 @@ def starts_snapshot(batch: RecordBatch) -> bool:
 def ends_snapshot(batch: RecordBatch) -> bool:
     """The control batch that closes a snapshot file."""
     return batch.is_control and any(isinstance(r.message, SnapshotFooterRecord) for r in batch.records)
+
+
+def cluster_key(cluster: str, key: bytes) -> bytes:
+    """A shared topic's key: the cluster's name, NUL, then the batch's own key."""
+    return cluster.encode() + CLUSTER_SEPARATOR + key
+
+
+def split_cluster_key(key: bytes | None) -> tuple[str, bytes] | None:
+    """(cluster name, the batch's own key) of a shared topic's key; None for a key that names no cluster."""
+    name, separator, rest = (key or b"").partition(CLUSTER_SEPARATOR)
+    if not separator or not name:
+        return None
+    return name.decode("utf-8", errors="replace"), rest
+
+
+def cluster_partition(cluster: str, partitions: int) -> int:
+    """The shared topic's partition of a cluster: CRC-32 of its name modulo the partition count, the same in
+    every process and release (Python's `hash` is salted per process)."""
+    return zlib.crc32(cluster.encode()) % partitions
 
 
 class ConsumedMessage(Protocol):

@@ -4,6 +4,8 @@
     warehouse_root = "s3://lake/fleet"        # ROOT/<cluster>/ per cluster (default: [materialize] warehouse)
     checkpoint = "checkpoints/fleet"          # the fleet job's Spark checkpoint
     catalog_refresh_seconds = 30              # a cluster's persistent views re-created at most this often
+    topic = "kraftlake-fleet"                 # optional: one shared topic for every cluster (key = cluster)
+    topic_partitions = 4                      # its partition count (fixed once the topic exists)
 
     [defaults.properties]                     # every cluster's controller-listener client settings start here
     "security.protocol" = "SASL_SSL"
@@ -29,7 +31,9 @@ schema name (Hive refuses `-`), a folder and an SQL identifier without quoting; 
 is refused (`<cluster>_published` is the schema of a cluster's views, `kraftlake.fleet.catalog`). Kafka's keys go under
 `properties` verbatim; an unquoted `security.protocol = …` is a dotted key that TOML nests, so nested tables are
 flattened back. Merge order: `[defaults.properties]`, the `security_file`, the cluster's `properties`. The
-topic is `kraftlake-metadata-<name>` unless given. A bad file raises `SettingsError` naming the file and the
+topic is `kraftlake-metadata-<name>` unless given; with a top-level `topic` every cluster's batches go to that
+one shared topic instead, keyed by cluster (`kraftlake.records.topic.cluster_key`), and a cluster's own `topic`
+is refused. A bad file raises `SettingsError` naming the file and the
 dotted key (`clusters.prod_eu.bootstrap_controllers`).
 """
 
@@ -113,6 +117,10 @@ class FleetSettings(BaseModel):
     catalog: CatalogSettings | None = None
     # the job re-creates a cluster's persistent views at most this often, and only when its last image changed
     catalog_refresh_seconds: float = Field(default=30.0, ge=0)
+    # one topic for every cluster (None: a topic per cluster); a micro-batch then costs its changes, not the
+    # number of clusters (Spark's Kafka source pays round trips per topic-partition: docs/fleet.md)
+    topic: str | None = None
+    topic_partitions: int = Field(default=4, ge=1)
 
     @field_validator("clusters")
     @classmethod
@@ -129,11 +137,14 @@ class FleetSettings(BaseModel):
 class FleetCluster:
     """A cluster as the fleet runs it: its settings with the defaults merged in and its topic decided."""
 
-    def __init__(self, name: str, settings: ClusterSettings, defaults: Properties, path: Path) -> None:
+    def __init__(self, name: str, settings: ClusterSettings, defaults: Properties, path: Path,
+                 shared: FleetSettings | None = None) -> None:
         self.name = name
         self.settings = settings
         self.path = path  # the fleet file, for errors
-        self.topic = settings.topic or f"{TOPIC_PREFIX}{name}"
+        self.topic = (shared.topic if shared is not None else None) or settings.topic or f"{TOPIC_PREFIX}{name}"
+        # the shared topic's partition count; None: the cluster has a topic of its own
+        self.shared_partitions = shared.topic_partitions if shared is not None and shared.topic else None
         self.labels = dict(settings.labels)
         self._defaults = defaults.properties
         # the security file's stamp as loaded: a password rotated in it makes this cluster a changed one
@@ -152,8 +163,8 @@ class FleetCluster:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, FleetCluster) and (
-            self.name, self.settings, self._defaults, self.security_stamp) == (
-            other.name, other.settings, other._defaults, other.security_stamp)
+            self.name, self.settings, self._defaults, self.security_stamp, self.topic, self.shared_partitions) == (
+            other.name, other.settings, other._defaults, other.security_stamp, other.topic, other.shared_partitions)
 
     def __hash__(self) -> int:
         return hash(self.name)
@@ -168,12 +179,8 @@ class Fleet:
     def __init__(self, path: Path, settings: FleetSettings) -> None:
         self.path = path
         self.settings = settings
-        self.clusters = {name: FleetCluster(name, cluster, settings.defaults, path)
+        self.clusters = {name: FleetCluster(name, cluster, settings.defaults, path, settings)
                          for name, cluster in settings.clusters.items()}
-
-    def topics(self) -> dict[str, str]:
-        """topic → cluster name."""
-        return {cluster.topic: name for name, cluster in self.clusters.items()}
 
     def watched_files(self) -> list[Path]:
         """The files whose change is a change of the fleet: the fleet file and every cluster's security file."""
@@ -181,11 +188,14 @@ class Fleet:
 
 
 def load_fleet(path: Path) -> Fleet:
-    """The fleet file, checked whole (two clusters on one topic, too)."""
+    """The fleet file, checked whole (two clusters on one topic, too, unless it is the shared one)."""
     fleet = Fleet(path, validate(path, FleetSettings, read_toml(path, "fleet")))
     seen: dict[str, str] = {}
     for name, cluster in fleet.clusters.items():
-        if cluster.topic in seen:
+        if fleet.settings.topic and cluster.settings.topic:
+            raise SettingsError(path, cluster.key("topic"), f"the fleet's topic {fleet.settings.topic} carries every "
+                                "cluster: a cluster has no topic of its own then")
+        if cluster.shared_partitions is None and cluster.topic in seen:
             other = seen[cluster.topic]
             raise SettingsError(path, cluster.key("topic"), f"topic {cluster.topic} is cluster {other}'s too")
         seen[cluster.topic] = name

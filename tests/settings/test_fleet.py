@@ -9,6 +9,7 @@ import pytest
 
 from kraftlake.bridge.publisher import PublisherConfig
 from kraftlake.fleet.supervisor import SupervisorConfig, follow_config
+from kraftlake.records.topic import cluster_partition
 from kraftlake.settings.errors import SettingsError
 from kraftlake.settings.fleet import cluster_location, load_fleet
 
@@ -81,3 +82,25 @@ def test_bad_client_settings_name_the_cluster_and_never_the_password(tmp_path: P
         follow_config(cluster, SupervisorConfig(PublisherConfig("kafka:9092")))
     assert str(raised.value).startswith(f"{path}: clusters.a.properties: security.protocol SASL_SSL needs")
     assert "pw-9" not in str(raised.value)
+
+
+def test_the_shared_topic_carries_every_cluster_each_on_its_partition(tmp_path: Path) -> None:
+    """With a top-level `topic`, every cluster's follower writes there, keyed by its name, on the partition its
+    name hashes to; a cluster's own topic is refused then, in one line."""
+    clusters = '[clusters.a]\nbootstrap_controllers = ["h:1"]\n[clusters.b]\nbootstrap_controllers = ["h:2"]\n'
+    fleet = load_fleet(write(tmp_path, f'topic = "kraftlake-fleet"\ntopic_partitions = 3\n{clusters}'))
+    for name, cluster in fleet.clusters.items():
+        assert (cluster.topic, cluster.shared_partitions) == ("kraftlake-fleet", 3)
+        publisher = follow_config(cluster, SupervisorConfig(PublisherConfig("kafka:9092"))).publisher
+        assert (publisher.topic, publisher.cluster, publisher.partitions) == ("kraftlake-fleet", name, 3)
+        assert publisher.partition == cluster_partition(name, 3) and publisher.key(b"k") == name.encode() + b"\0k"
+    assert load_fleet(write(tmp_path, clusters)).clusters["a"].shared_partitions is None  # the default: its own
+    path = write(tmp_path, f'topic = "kraftlake-fleet"\n{clusters}topic = "mine"\n')
+    with pytest.raises(SettingsError) as raised:
+        load_fleet(path)
+    assert str(raised.value).startswith(f"{path}: clusters.b.topic: the fleet's topic kraftlake-fleet carries every "
+                                        "cluster")
+    path = write(tmp_path, f"topic = \"t\"\ntopic_partitions = 0\n{clusters}")
+    with pytest.raises(SettingsError) as raised:
+        load_fleet(path)
+    assert str(raised.value).startswith(f"{path}: topic_partitions: Input should be greater than or equal to 1")
