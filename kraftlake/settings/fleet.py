@@ -26,7 +26,7 @@
     user = "kraftlake"
     password_file = "/etc/kraftlake/metastore.password"
 
-Clusters are keyed by name, so TOML itself refuses a name given twice. A name is `[a-z][a-z0-9_]*`: it is a Hive
+A cluster given twice is refused naming it (TOML's own error names only a line). A name is `[a-z][a-z0-9_]*`: it is a Hive
 schema name (Hive refuses `-`), a folder and an SQL identifier without quoting; a name ending in `_published`
 is refused (`<cluster>_published` is the schema of a cluster's views, `kraftlake.fleet.catalog`). Kafka's keys go under
 `properties` verbatim; an unquoted `security.protocol = …` is a dotted key that TOML nests, so nested tables are
@@ -51,6 +51,11 @@ from kraftlake.settings.loader import read_toml, validate
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 TOPIC_PREFIX = "kraftlake-metadata-"
 PUBLISHED_SUFFIX = "_published"  # schema <cluster>_published: the catalog's views of the cluster's last image
+# schemas a cluster may not take: the fleet views' (`default.fleet_*`) and Spark's global temporary views'
+RESERVED_SCHEMAS = ("default", "global_temp")
+SCHEMA_NAME_MAX = 128  # the metastore's limit on a schema's name (Hive's DBS.NAME, varchar(128))
+_CLUSTER_TABLE = re.compile(r"""^[ \t]*\[[ \t]*clusters[ \t]*\.[ \t]*("[^"\n]*"|'[^'\n]*'|[A-Za-z0-9_-]+)[ \t]*\]""",
+                            re.MULTILINE)
 
 
 def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, str]:
@@ -131,6 +136,11 @@ class FleetSettings(BaseModel):
             if name.endswith(PUBLISHED_SUFFIX):
                 raise ValueError(f"cluster name {name!r}: a name ending in {PUBLISHED_SUFFIX} is reserved (schema "
                                  f"<cluster>{PUBLISHED_SUFFIX} holds a cluster's views in the catalog)")
+            if name in RESERVED_SCHEMAS:
+                raise ValueError(f"cluster name {name!r}: reserved (the catalog's schema {name} is not a cluster's)")
+            if len(name) > SCHEMA_NAME_MAX:
+                raise ValueError(f"cluster name {name[:20]!r}…: at most {SCHEMA_NAME_MAX} characters (a catalog "
+                                 "schema name)")
         return clusters
 
 
@@ -189,7 +199,7 @@ class Fleet:
 
 def load_fleet(path: Path) -> Fleet:
     """The fleet file, checked whole (two clusters on one topic, too, unless it is the shared one)."""
-    fleet = Fleet(path, validate(path, FleetSettings, read_toml(path, "fleet")))
+    fleet = Fleet(path, validate(path, FleetSettings, _read_fleet(path)))
     seen: dict[str, str] = {}
     for name, cluster in fleet.clusters.items():
         if fleet.settings.topic and cluster.settings.topic:
@@ -201,7 +211,44 @@ def load_fleet(path: Path) -> Fleet:
         seen[cluster.topic] = name
     if not fleet.clusters:
         raise SettingsError(path, "clusters", "no cluster: add a [clusters.<name>] table")
+    _one_directory_each(fleet)
     return fleet
+
+
+def _read_fleet(path: Path) -> dict[str, Any]:
+    """The parsed file; a cluster's table given twice is named (TOML's own error names a line, not the cluster)."""
+    try:
+        return read_toml(path, "fleet")
+    except SettingsError:
+        _refuse_twice(path)
+        raise
+
+
+def _refuse_twice(path: Path) -> None:
+    try:
+        text = path.read_text()
+    except OSError:
+        return
+    first: dict[str, int] = {}
+    for found in _CLUSTER_TABLE.finditer(text):
+        name, line = found[1].strip("'\""), text.count("\n", 0, found.start()) + 1
+        if name in first:
+            raise SettingsError(path, f"clusters.{name}", f"cluster {name} is given twice (lines {first[name]} and "
+                                f"{line}): one [clusters.{name}] table each")
+        first[name] = line
+
+
+def _one_directory_each(fleet: Fleet) -> None:
+    """Two clusters tailing one node's directory would write one log into two warehouses (and follow it twice)."""
+    seen: dict[Path, str] = {}
+    for name, cluster in fleet.clusters.items():
+        if cluster.settings.metadata_dir is None:
+            continue
+        directory = cluster.settings.metadata_dir.expanduser().resolve()
+        if directory in seen:
+            raise SettingsError(fleet.path, cluster.key("metadata_dir"),
+                                f"directory {cluster.settings.metadata_dir} is cluster {seen[directory]}'s too")
+        seen[directory] = name
 
 
 def _read_properties(path: Path, fleet_file: Path, key: str) -> dict[str, str]:

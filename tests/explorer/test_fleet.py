@@ -42,7 +42,8 @@ def iso(ms: int) -> str:
 
 
 def fleet_entry(name: str, env: str, samples_dir: Path) -> str:
-    return (f'[clusters.{name}]\nmetadata_dir = "{samples_dir / SAMPLE}"\n'
+    """One cluster of the file (a directory of its own, never read here: the ui reads the warehouses)."""
+    return (f'[clusters.{name}]\nmetadata_dir = "{samples_dir / SAMPLE / name}"\n'
             f'labels = {{ env = "{env}", region = "eu-west-1" }}\n')
 
 

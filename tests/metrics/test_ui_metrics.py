@@ -74,8 +74,8 @@ def test_a_metrics_address_in_use_stops_the_ui_before_it_announces_itself(demo: 
 def test_a_fleets_health_has_one_series_per_cluster_with_history(prometheus: Prometheus, tmp_path: Path) -> None:
     scenario.build(tmp_path / "lake" / "east")  # west has no warehouse yet: no series, and the scrape still answers
     fleet = tmp_path / "fleet.toml"
-    fleet.write_text(f'warehouse_root = "{tmp_path / "lake"}"\n[clusters.east]\nmetadata_dir = "/nowhere"\n'
-                     '[clusters.west]\nmetadata_dir = "/nowhere"\n')
+    fleet.write_text(f'warehouse_root = "{tmp_path / "lake"}"\n[clusters.east]\nmetadata_dir = "/nowhere/east"\n'
+                     '[clusters.west]\nmetadata_dir = "/nowhere/west"\n')
     ui = start_ui(fleet, "--metrics-address", "0")
     try:
         assert ui.process.stdout is not None

@@ -66,6 +66,16 @@ topic = "lab-log"
     ('[clusters.a]\nbootstrap_controllers = ["h:1"]\ntopic = "t"\n[clusters.b]\nbootstrap_controllers = ["h:2"]\n'
      'topic = "t"\n', "clusters.b.topic", "topic t is cluster a's too"),
     ("", "clusters", "no cluster"),
+    ('[clusters.default]\nbootstrap_controllers = ["h:1"]\n', "clusters", "cluster name 'default': reserved"),
+    ('[clusters.global_temp]\nbootstrap_controllers = ["h:1"]\n', "clusters", "cluster name 'global_temp': reserved"),
+    ("[clusters." + "a" * 129 + ']\nbootstrap_controllers = ["h:1"]\n', "clusters",
+     f"cluster name '{'a' * 20}'…: at most 128 characters"),
+    ('[clusters.a]\nbootstrap_controllers = ["h:1"]\n\n[clusters.b]\nbootstrap_controllers = ["h:2"]\n\n'
+     '[ clusters . "a" ]\nbootstrap_controllers = ["h:3"]\n', "clusters.a", "cluster a is given twice (lines 1 and "
+     "7): one [clusters.a] table each"),
+    ('[clusters.a]\nmetadata_dir = "/var/lib/kafka/meta"\n'
+     '[clusters.b]\nmetadata_dir = "/var/lib/kafka/../kafka/meta/"\n',
+     "clusters.b.metadata_dir", "directory /var/lib/kafka/../kafka/meta is cluster a's too"),
 ])
 def test_a_bad_fleet_file_names_the_file_and_the_cluster(tmp_path: Path, text: str, key: str, problem: str) -> None:
     path = write(tmp_path, text)
