@@ -8,23 +8,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from kraftlake.lake.errors import LakeError
-from kraftlake.lake.reader import WarehouseReader
-from kraftlake.lake.warehouse import Warehouse
+from tests.lake.warehouse_state import last_published
 
 START_TIMEOUT_S = 300.0  # the first image of a fresh job, on a loaded machine
 RESTART_WAIT_S = 90.0  # a restarted job's next image: none comes when the run before it had published all
-
-
-def last_published(warehouse: Path) -> int | None:
-    """The warehouse's last published image offset (None: no image yet, or no warehouse)."""
-    store = Warehouse(warehouse)
-    if not store.exists():
-        return None
-    try:
-        return WarehouseReader(store).published_range()[1]
-    except LakeError:
-        return None
 
 
 def into_micro_batches(job: subprocess.Popen, warehouse: Path, rng: random.Random, past: int | None = None) -> None:

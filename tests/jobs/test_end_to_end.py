@@ -27,7 +27,8 @@ from kraftlake.raft.voters import default_directory_id
 from kraftlake.records import MetadataLogDir
 from kraftlake.records import metadata_types as mt
 from tests.harness.answers import from_warehouse, replayed
-from tests.jobs.running import into_micro_batches, last_published
+from tests.jobs.running import into_micro_batches
+from tests.lake.warehouse_state import last_published
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ from kraftlake.lake.ingest import ingest
 from kraftlake.lake.warehouse import Warehouse
 from tests.fixtures.broker import create_topic, produce
 from tests.jobs.metadata_topic import batch_messages
-from tests.jobs.running import into_micro_batches, last_published
-from tests.lake.warehouse_state import warehouse_contents
+from tests.jobs.running import into_micro_batches
+from tests.lake.warehouse_state import last_published, warehouse_contents
 
 SAMPLE = "Jeong-Rae_KafkaDemo/kraft-combined-logs"
 LOG = f"{SAMPLE}/__cluster_metadata-0/00000000000000000000.log"

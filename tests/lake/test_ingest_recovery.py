@@ -15,10 +15,11 @@ import pytest
 
 from kraftlake.lake.ingest import ingest
 from kraftlake.lake.warehouse import Warehouse
-from tests.lake.warehouse_state import warehouse_contents
+from tests.lake.warehouse_state import last_published, warehouse_contents
 
 SAMPLE = "Niloufar1171_LDI-POC"
 IMAGE_EVERY = "400"
+START_TIMEOUT_S = 300.0  # an ingest's first image, Python's start-up included, on a loaded machine
 
 
 def _ingest_command(directory: Path, warehouse: Path) -> list[str]:
@@ -57,14 +58,25 @@ def test_crash_at_a_failpoint_then_rerun(failpoint: str, samples_dir: Path, tmp_
     assert len(contents["image_offsets"]) == len(set(contents["image_offsets"]))
 
 
+def _until_writing(process: subprocess.Popen, warehouse: Path, before: int | None) -> None:
+    """Until the ingest has published an image past `before` (it is past Python's start-up, which takes a
+    second on a quiet machine and many on a loaded one) or has ended (nothing was left to write)."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while process.poll() is None and last_published(warehouse) == before:
+        assert time.monotonic() < deadline, f"the ingest published nothing past {before} in {START_TIMEOUT_S:.0f} s"
+        time.sleep(0.05)
+
+
 def test_sigkill_at_random_moments_then_rerun(samples_dir: Path, tmp_path: Path, reference: dict) -> None:
     warehouse = tmp_path / "warehouse"
     rng = random.Random(7)
     for _ in range(3):
+        before = last_published(warehouse)
         process = subprocess.Popen(
             _ingest_command(samples_dir / SAMPLE, warehouse), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        time.sleep(rng.uniform(1.0, 3.0))
+        _until_writing(process, warehouse, before)
+        time.sleep(rng.uniform(0.0, 1.0))  # where in the run the kill lands, not a wait for something
         process.send_signal(signal.SIGKILL)
         process.wait()
     assert _run(samples_dir / SAMPLE, warehouse).returncode == 0

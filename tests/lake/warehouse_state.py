@@ -1,10 +1,13 @@
-"""What a warehouse holds, in a comparable form: the equality that recovery tests assert."""
+"""What a warehouse holds, in a comparable form: the equality that recovery tests assert; how far it got."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+from kraftlake.lake.errors import LakeError
+from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.source import SOURCE
 from kraftlake.lake.warehouse import BATCHES, IMAGES, Warehouse, all_tables
 
@@ -24,3 +27,14 @@ def warehouse_contents(warehouse: Warehouse) -> dict[str, Any]:
     images = warehouse.table(IMAGES).to_pyarrow_table().to_pylist()
     contents["image_offsets"] = sorted(row["offset"] for row in images)
     return contents
+
+
+def last_published(warehouse: Path) -> int | None:
+    """The warehouse's last published image offset (None: no image yet, or no warehouse)."""
+    store = Warehouse(warehouse)
+    if not store.exists():
+        return None
+    try:
+        return WarehouseReader(store).published_range()[1]
+    except LakeError:
+        return None
