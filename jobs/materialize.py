@@ -15,8 +15,9 @@ import argparse
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from kraftlake.jobs import kafka_topic
 from kraftlake.jobs.kafka_topic import KafkaTopicError, collect_messages
@@ -25,6 +26,7 @@ from kraftlake.lake.source import SourceIdentity, topic_source
 from kraftlake.lake.store_errors import store_failure
 from kraftlake.lake.topic_replay import TopicFormatError, TopicMessage, TopicReads, TopicReplay
 from kraftlake.lake.warehouse import Warehouse
+from kraftlake.lake.writes import PublishedImage
 from kraftlake.replay.errors import ReplayError
 from kraftlake.settings import SettingsError, load_kraftlake
 from kraftlake.settings.flags import MaterializeConfig, add_materialize_arguments, materialize_config
@@ -71,6 +73,14 @@ class SparkTopicReads:
         )
 
 
+class JobObserver(Protocol):
+    """Told what the writer did (the metrics of `kraftlake materialize --metrics-address`)."""
+
+    def micro_batch(self, seconds: float, failed: bool) -> None: ...
+
+    def published(self, image: PublishedImage, rows_written: int) -> None: ...
+
+
 class MicroBatchWriter:
     """The foreachBatch function. Runs in the driver, so the replay state survives between micro-batches;
     `spark` is the driver's session, for the reads a restart makes before the stream's first micro-batch.
@@ -94,9 +104,20 @@ class MicroBatchWriter:
     def __call__(self, frame: Any, batch_id: int) -> None:
         self.write(collect_messages(frame))
 
+    observer: JobObserver | None = None  # told each micro-batch and image (`watched_by`)
+
+    def watched_by(self, observer: JobObserver | None) -> None:
+        self.observer = observer
+        self.replay.on_publish = None if observer is None else observer.published
+
     def write(self, messages: list[TopicMessage]) -> None:
         """Replay one micro-batch's messages, in Kafka offset order, and publish."""
-        self._noting_failure(lambda: self.replay.write(messages))
+        started = time.perf_counter()
+        try:
+            self._noting_failure(lambda: self.replay.write(messages))
+        finally:
+            if self.observer is not None:
+                self.observer.micro_batch(time.perf_counter() - started, self.failure is not None)
 
     def flush(self) -> None:
         """Publish an offset-only image still held (the topic is drained)."""
@@ -160,13 +181,15 @@ def launched_with_master() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ or "--master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
 
 
-def run(config: MaterializeConfig, spark: Any | None = None, stop: threading.Event | None = None) -> None:
+def run(config: MaterializeConfig, spark: Any | None = None, stop: threading.Event | None = None,
+        observer: JobObserver | None = None) -> None:
     """Run the job until `stop` is set (SIGTERM: `kraftlake.stopping`), or, with `available_now`, until the topic
-    is drained."""
+    is drained; `observer` is told each micro-batch and image."""
     spark = spark or local_spark()
     require_job_jars(spark)
     check_topic_identity(spark, config)
     writer = MicroBatchWriter(config, spark)
+    writer.watched_by(observer)
     query = start_query(spark, config, writer)
     try:
         while not query.awaitTermination(STOP_POLL_S):

@@ -15,7 +15,7 @@ at any point and restarted ends with the same tables as one that never stopped.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import NamedTuple, Protocol
@@ -24,11 +24,15 @@ from kraftlake.lake.gc_pause import paused_collector
 from kraftlake.lake.pipeline import MetadataPipeline
 from kraftlake.lake.source import SourceIdentity
 from kraftlake.lake.warehouse import Warehouse
+from kraftlake.lake.writes import PublishedImage
 from kraftlake.records import RecordBatch, SnapshotId, decode_batch
 from kraftlake.records.errors import RecordFormatError
 from kraftlake.records.topic import ends_snapshot, snapshot_of, starts_snapshot
 
 log = logging.getLogger(__name__)
+
+# told of each image a micro-batch (or the final flush) published, with the history rows it wrote
+OnPublish = Callable[[PublishedImage, int], None]
 
 
 class TopicMessage(NamedTuple):
@@ -79,10 +83,12 @@ class TopicReplay:
 
     def __init__(
         self, warehouse: Warehouse, source: SourceIdentity, topic: str, reads: TopicReads, *, idle_publish_ms: int,
-        coalesce_backlog: bool,
+        coalesce_backlog: bool, on_publish: OnPublish | None = None,
     ) -> None:
         self.topic = topic
         self.reads = reads
+        self.on_publish = on_publish
+        self._history_rows = 0  # history rows through the last image told
         self._open_pipeline = partial(
             MetadataPipeline, warehouse, hold_gaps=True, idle_publish_ms=idle_publish_ms,
             coalesce_backlog=coalesce_backlog, source=source,
@@ -105,17 +111,24 @@ class TopicReplay:
         with paused_collector():
             if self.pipeline is None:
                 self.pipeline = self._rebuilt(before_kafka_offset=self.reads.end_offset())
-            self.pipeline.flush()
+            self._published(self.pipeline, self.pipeline.flush())
 
     def _rebuilt(self, before_kafka_offset: int) -> MetadataPipeline:
         """The replay state after the topic's messages before `before_kafka_offset` (what earlier runs
         consumed; the sink skips what the warehouse already holds)."""
         pipeline = self._open_pipeline()
         for chunk in self.reads.messages_before(before_kafka_offset):
-            self._apply(pipeline, chunk)
+            self._apply(pipeline, chunk, live=False)
+        self._history_rows = pipeline.sink.history_rows
         return pipeline
 
-    def _apply(self, pipeline: MetadataPipeline, messages: list[TopicMessage]) -> None:
+    def _published(self, pipeline: MetadataPipeline, image: PublishedImage | None) -> None:
+        written = max(0, pipeline.sink.history_rows - self._history_rows)
+        self._history_rows = pipeline.sink.history_rows
+        if image is not None and self.on_publish is not None:
+            self.on_publish(image, written)
+
+    def _apply(self, pipeline: MetadataPipeline, messages: list[TopicMessage], live: bool = True) -> None:
         """Load the messages' batches (already applied ones are dropped), then write what became visible."""
         run: list[TopicMessage] = []  # log batches since the last snapshot batch
         for message in messages:
@@ -127,7 +140,9 @@ class TopicReplay:
             run = []
             self._add_snapshot_batch(pipeline, snapshot, message)
         self._load_log(pipeline, run)
-        pipeline.commit()
+        published = pipeline.commit()
+        if live:  # not a restart's catch-up: those images were published by an earlier run
+            self._published(pipeline, published)
         if pipeline.held:
             log.warning(
                 "waiting for offset %d: %d later batch(es) held until the publisher re-sends it",

@@ -5,6 +5,7 @@ entry point parses too). `--available-now` drains the topic and stops."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from kraftlake.cli.config import resolve_bootstrap
@@ -13,10 +14,16 @@ from kraftlake.settings import SettingsError, load_kraftlake
 from kraftlake.settings.flags import MaterializeConfig, add_materialize_arguments, materialize_config
 from kraftlake.stopping import stop_on_signals
 
+DEFAULT_CLUSTER = "default"  # the `cluster` label of one job's series, as one `follow`'s
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("materialize", help="replay the metadata topic into the Delta warehouse")
     add_materialize_arguments(parser)
+    parser.add_argument("--metrics-address", metavar="HOST:PORT",
+                        help="serve Prometheus metrics (last published offset, commit-to-published latency, "
+                             "micro-batch duration, rows written, failures) at http://HOST:PORT/metrics (a port "
+                             "alone: on 127.0.0.1; default: off; not with --fleet yet)")
     parser.set_defaults(handler=run)
 
 
@@ -33,16 +40,24 @@ def config_from(args: argparse.Namespace) -> MaterializeConfig:
 def run(args: argparse.Namespace) -> int:
     from kraftlake.jobs.materialize import MaterializeError
     from kraftlake.jobs.materialize import run as run_job
+    from kraftlake.metrics.endpoint import metrics_served
+    from kraftlake.metrics.materialize import MaterializeMetrics
 
     config = config_from(args)
+    if config.fleet is not None and args.metrics_address is not None:
+        raise UserFacingError("--metrics-address: not with --fleet yet (the fleet's job serves no metrics)")
     stop = stop_on_signals()  # SIGTERM stops the query and exits 0
+    metrics = MaterializeMetrics()
     try:
-        if config.fleet is not None:
-            from kraftlake.jobs.fleet import run_fleet_job
+        with metrics_served(args.metrics_address, metrics.collectors()) as endpoint:
+            if endpoint is not None:
+                print(f"materialize: metrics at {endpoint.url}", file=sys.stderr, flush=True)
+            if config.fleet is not None:
+                from kraftlake.jobs.fleet import run_fleet_job
 
-            run_fleet_job(config, stop=stop)
-        else:
-            run_job(config, stop=stop)
+                run_fleet_job(config, stop=stop)
+            else:
+                run_job(config, stop=stop, observer=None if endpoint is None else metrics.of(DEFAULT_CLUSTER))
     except MaterializeError as error:
         if error.fenced:  # its line says which writer holds the warehouse: a rerun would stop that one
             raise UserFacingError(str(error)) from None
