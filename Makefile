@@ -100,12 +100,13 @@ fuzz: $(STAMP)
 	    --artifacts build/fuzz-artifacts || exit 1; \
 	done
 
-# The demo, then the history explorer over its warehouse: `kraftlake ui` prints its URL and serves until Ctrl-C
-# (`make run UI=0` stops after the demo's report).
+# The demo, then the history explorer over its warehouse: `kraftlake ui` prints its URL and where its metrics are
+# (the demo cluster's health, as Prometheus would scrape it) and serves until Ctrl-C (`make run UI=0` stops after
+# the demo's report).
 UI ?= 1
 run: install
 	$(BIN)/kraftlake demo
-	test "$(UI)" = 0 || $(BIN)/kraftlake ui --warehouse warehouse --name demo
+	test "$(UI)" = 0 || $(BIN)/kraftlake ui --warehouse warehouse --name demo --metrics-address 0
 
 clean:
 	rm -rf warehouse run build .pytest_cache .ruff_cache .hypothesis
