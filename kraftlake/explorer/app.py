@@ -199,7 +199,7 @@ def api_router(settings: Settings) -> APIRouter:
         view = ex.image(ex.offset(at))
         p = view.provenance
         return ImageSummary(offset=p.offset, epoch=p.epoch, time=iso_time(p.log_time_ms),
-                            rows={name: table.num_rows for name, table in view.tables.items()})
+                            rows=view.row_counts())
 
     @router.get("/clusters/{cluster}/image/{table}", response_model=RowsPage, tags=["image"])
     def table_rows(cluster: ClusterName, table: TableName, at: At = None,

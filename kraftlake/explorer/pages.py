@@ -279,7 +279,7 @@ def page_router(settings: Any) -> APIRouter:
         return render("image.html.j2", **common(request, explorer, "image", offset), view=view, topics=topics,
                       small=small, totals=totals, fenced=fenced,
                       q=q or "", sort=sort or "", desc=desc, page=page,
-                      counts={name: t.num_rows for name, t in view.tables.items()})
+                      counts=view.row_counts())
 
     @router.get("/clusters/{cluster}/image/{table}")
     def table(request: Request, cluster: str, table: str, q: str | None = None, sort: str | None = None,

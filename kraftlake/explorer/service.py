@@ -19,7 +19,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -96,26 +96,66 @@ class Cache(Generic[V]):
             self._values.popitem(last=False)
 
 
+class Tables(Mapping[str, pa.Table]):
+    """An image's tables by name, one of which may be given as how to build it (with its row count and an
+    estimate of its bytes): a moved image's partitions, put together when a page first needs their rows (its
+    first screen needs their counts only; a million rows taken in place cost more than the rest of a move)."""
+
+    def __init__(self, ready: Mapping[str, pa.Table], later: tuple[str, int, int, Callable[[], pa.Table]] | None = None,
+                 names: Sequence[str] | None = None) -> None:
+        self._ready = dict(ready)
+        self._later = later
+        self._names = list(names) if names is not None else [*self._ready, *([later[0]] if later else [])]
+        self._lock = threading.Lock()
+
+    def __getitem__(self, name: str) -> pa.Table:
+        with self._lock:
+            if self._later is not None and name == self._later[0]:
+                self._ready[name] = self._later[3]()
+                self._later = None
+            return self._ready[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def num_rows(self, name: str) -> int:
+        """A table's row count, without building it."""
+        later = self._later
+        return later[1] if later is not None and later[0] == name else self[name].num_rows
+
+    def nbytes(self) -> int:
+        later = self._later
+        return sum(t.nbytes for t in self._ready.values()) + (later[2] if later is not None else 0)
+
+
 @dataclass(frozen=True)
 class ImageView:
     """One image's tables and what its screens need (per-topic counts), built once per cached image."""
 
     provenance: Provenance
-    tables: dict[str, pa.Table]
+    tables: Tables
     topics: pa.Table  # topic_id, name, partitions, under_replicated, under_min_isr, offline
     flags: pa.Table  # per partition row: under_replicated, under_min_isr, offline
     topic_ids: pa.Array  # the distinct topic ids of `partitions`
     by_topic: np.ndarray  # partition rows ordered by their topic id's position in `topic_ids`
     topic_starts: np.ndarray  # where each topic id's rows start in `by_topic` (and the end, last)
+    partition_ids: np.ndarray  # per partition row (what a move finds rows by, without the rows)
 
     def nbytes(self) -> int:
-        arrays = self.topic_ids.nbytes + self.by_topic.nbytes + self.topic_starts.nbytes
-        return sum(t.nbytes for t in self.tables.values()) + self.topics.nbytes + self.flags.nbytes + arrays
+        arrays = self.topic_ids.nbytes + self.by_topic.nbytes + self.topic_starts.nbytes + self.partition_ids.nbytes
+        return self.tables.nbytes() + self.topics.nbytes + self.flags.nbytes + arrays
+
+    def row_counts(self) -> dict[str, int]:
+        """Each table's row count (a moved image's partitions are not built for it)."""
+        return {name: self.tables.num_rows(name) for name in self.tables}
 
     def rows_of(self, keys: pa.Table) -> np.ndarray | None:
         """The row in `partitions` of each (topic_id, partition_id) of `keys` (None: one is not there)."""
         codes = pc.fill_null(pc.index_in(keys["topic_id"], self.topic_ids), -1).to_numpy(zero_copy_only=False)
-        ids = self.tables["partitions"]["partition_id"].to_numpy()
+        ids = self.partition_ids
         found = []
         for code, wanted in zip(codes.tolist(), keys["partition_id"].to_pylist(), strict=True):
             rows = self.by_topic[self.topic_starts[code]:self.topic_starts[code + 1]] if code >= 0 else ()
@@ -229,7 +269,8 @@ def image_view(image: WarehouseImage) -> ImageView:
     codes = encoded.indices.to_numpy(zero_copy_only=False)
     by_topic = np.argsort(codes, kind="stable")
     starts = np.searchsorted(codes[by_topic], np.arange(len(encoded.dictionary) + 1))
-    return ImageView(image.provenance, tables, topics, flags, encoded.dictionary, by_topic, starts)
+    ids = tables["partitions"]["partition_id"].to_numpy()
+    return ImageView(image.provenance, Tables(tables), topics, flags, encoded.dictionary, by_topic, starts, ids)
 
 
 def moved_view(view: ImageView, moves: Mapping[str, pa.Table], provenance: Provenance) -> ImageView | None:
@@ -238,16 +279,17 @@ def moved_view(view: ImageView, moves: Mapping[str, pa.Table], provenance: Prove
     counts updated, every other index kept; so it costs what changed, not the image. None when the moves
     reach further than that (a topic or a partition created or deleted, a min.insync.replicas config, more
     than a `MOVED_SHARE`th of the partitions): the image is then built afresh."""
-    changed, partitions = moves["partitions"], view.tables["partitions"]
-    if moves["topics"].num_rows or changed.num_rows * MOVED_SHARE > partitions.num_rows:
+    changed, count = moves["partitions"], view.tables.num_rows("partitions")
+    if moves["topics"].num_rows or changed.num_rows * MOVED_SHARE > count:
         return None
     if pc.any(pc.equal(moves["configs"]["name"], MIN_ISR)).as_py() or pc.any(changed["deleted"]).as_py():
         return None
     at = view.rows_of(changed)
     if at is None:
         return None
-    tables = {name: apply_changes(rows, moves[name], TABLES[name].key) if moves[name].num_rows else rows
-              for name, rows in view.tables.items() if name != "partitions"}
+    others = [name for name in view.tables if name != "partitions"]
+    tables = {name: apply_changes(view.tables[name], moves[name], TABLES[name].key) if moves[name].num_rows
+              else view.tables[name] for name in others}
     rows = changed.select(TABLES["partitions"].schema.names)
     now = partition_flags(rows, tables["configs"])
     where = pc.index_in(rows["topic_id"], view.topics["topic_id"]).to_numpy(zero_copy_only=False)
@@ -259,11 +301,17 @@ def moved_view(view: ImageView, moves: Mapping[str, pa.Table], provenance: Prove
         counts = topics[name].to_numpy().copy()
         np.add.at(counts, where, flags[name][at].astype(np.int64) - before[at].astype(np.int64))
         topics = topics.set_column(topics.schema.get_field_index(name), name, pa.array(counts))
-    order = np.arange(partitions.num_rows)
-    order[at] = partitions.num_rows + np.arange(len(at))
-    tables["partitions"] = pa.concat_tables([partitions, compact(rows).cast(partitions.schema)]).take(
-        pa.array(order)).combine_chunks()
-    return ImageView(provenance, tables, topics, pa.table(flags), view.topic_ids, view.by_topic, view.topic_starts)
+
+    def replaced() -> pa.Table:
+        """The partitions with the changed rows replaced in place: every index into them stays."""
+        before = view.tables["partitions"]
+        order = np.arange(before.num_rows)
+        order[at] = before.num_rows + np.arange(len(at))
+        return pa.concat_tables([before, compact(rows).cast(before.schema)]).take(pa.array(order)).combine_chunks()
+
+    later = ("partitions", count, view.tables.nbytes() - sum(view.tables[name].nbytes for name in others), replaced)
+    return ImageView(provenance, Tables(tables, later, list(view.tables)), topics, pa.table(flags), view.topic_ids,
+                     view.by_topic, view.topic_starts, view.partition_ids)
 
 
 def _positive(text: str | None, default: int) -> int:
@@ -352,8 +400,11 @@ class Explorer:
             if len(self._answered) >= ANSWERS_KEPT:  # history never changes an answer: forgetting costs a read
                 self._answered.clear()
             self._answered[offset] = answered
-        held = [(abs(key - answered), key, view) for key, view in self.images.cached() if isinstance(key, int)]
-        near = min(held, key=lambda found: found[:2])[1:] if held else None  # taken before the cache makes room
+        # the nearest cached image before it (a move forward reads only the history between), else after it;
+        # taken before the cache makes room for the new one
+        held = [(key > answered, abs(key - answered), key, view) for key, view in self.images.cached()
+                if isinstance(key, int)]
+        near = min(held, key=lambda found: found[:3])[2:] if held else None
         return self.images.get(answered, lambda: self._view_at(answered, near))
 
     def _view_at(self, offset: int, near: tuple[int, ImageView] | None) -> ImageView:
