@@ -6,7 +6,9 @@ What is asked: with 50 clusters all active, (1) the follower's CPU and RSS, (2) 
 cluster's backlog from nothing (until each warehouse has published the last image of its backlog), and (5) a
 fleet question over a week of 50 clusters' history (`fleet_offline_partitions`) in <= 10 s.
 
-The fleet (`KRAFTLAKE_BENCH_FLEET_CLUSTERS`, default 50; `..._REAL`, default 3):
+The fleet (`KRAFTLAKE_BENCH_FLEET_CLUSTERS`, default 50; `..._REAL`, default 3; `..._TOPIC=shared`: every cluster
+on the fleet file's one shared topic, `kraftlake-fleet` with `..._PARTITIONS` partitions, default 4, instead of a
+topic per cluster; `..._STEADY_S`, the steady window, default 300):
 - 3 real Apache Kafka 4.4 clusters, each one combined broker+controller node (`KafkaNode`, standalone quorum, as
   `tests/fleet/test_fleet.py` starts alpha and beta), followed over the network by the fleet follower; each gets
   a few topics before the run and a CreateTopics call at random (mean 30 s apart) during it. Their history
@@ -65,6 +67,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench import row
@@ -77,6 +80,7 @@ from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import IMAGES, Warehouse
 from kraftlake.records import decode_batch
 from kraftlake.records import metadata_types as mt
+from kraftlake.records.topic import cluster_key, cluster_partition, encode_key
 from kraftlake.settings.fleet import cluster_location
 from tests.harness.followers import REPO, end_offset, log_batches
 
@@ -106,6 +110,9 @@ above do not show:
 CLUSTERS = int(os.environ.get("KRAFTLAKE_BENCH_FLEET_CLUSTERS", "50"))
 REAL = min(CLUSTERS, int(os.environ.get("KRAFTLAKE_BENCH_FLEET_REAL", "3")))  # real Kafka clusters among them
 STEADY_S = float(os.environ.get("KRAFTLAKE_BENCH_FLEET_STEADY_S", "300"))
+SHARED = os.environ.get("KRAFTLAKE_BENCH_FLEET_TOPIC", "") == "shared"  # one topic for the fleet, keyed by cluster
+SHARED_TOPIC = "kraftlake-fleet"
+SHARED_PARTITIONS = int(os.environ.get("KRAFTLAKE_BENCH_FLEET_PARTITIONS", "4"))
 LAG_S, CALM_S = 10.0, 30.0  # the job keeps up: no change waited longer than LAG_S for CALM_S in a row
 KEEP_UP_TIMEOUT_S = 1500.0
 SETTLE_S = 60.0  # after the window: the last samples' images may still come
@@ -457,6 +464,8 @@ def kafka_clusters(root: Path, count: int) -> Iterator[dict[str, KafkaNode]]:
 
 def fleet_file(root: Path, nodes: dict[str, KafkaNode], directories: dict[str, Path]) -> Path:
     lines = [f'warehouse_root = "{root / "lake"}"', f'checkpoint = "{root / "checkpoint"}"']
+    if SHARED:
+        lines += [f'topic = "{SHARED_TOPIC}"', f"topic_partitions = {SHARED_PARTITIONS}"]
     for name, node in nodes.items():
         lines += [f"[clusters.{name}]", f'bootstrap_controllers = ["{node.controller_endpoint}"]',
                   'labels = { env = "prod", source = "kafka" }']
@@ -518,8 +527,9 @@ def measure(root: Path, broker: LocalBroker, nodes: dict[str, KafkaNode]) -> lis
     path = fleet_file(root, nodes, {name: s.segment.parent.parent for name, s in scenarios.items()})
     batches = sum(len(s.log.batches) for s in scenarios.values())
     size = sum(s.log.size for s in scenarios.values())
+    topics = f"one shared topic, {SHARED_PARTITIONS} partitions" if SHARED else "a topic per cluster"
     rows = [row("clusters", len(names), "", f"{len(nodes)} real Apache Kafka (one node each), {len(scenarios)} "
-                f"directory clusters (scenario logs, {built:.0f} s to build)"),
+                f"directory clusters (scenario logs, {built:.0f} s to build); {topics}"),
             row("directory clusters' backlogs: a week each", batches, "batches",
                 f"{sum(s.log.next_offset for s in scenarios.values()):,} records, {size / 1e6:.1f} MB, "
                 f"{sum(len(s.log.partitions) for s in scenarios.values()):,} partitions in all")]
@@ -540,7 +550,8 @@ def measure(root: Path, broker: LocalBroker, nodes: dict[str, KafkaNode]) -> lis
     for thread in threads:
         thread.start()
     try:
-        wait_topics(broker.bootstrap_servers, {f"kraftlake-metadata-{name}" for name in names}, 300)
+        wait_topics(broker.bootstrap_servers,
+                    {SHARED_TOPIC} if SHARED else {f"kraftlake-metadata-{name}" for name in names}, 300)
         job_start = time.monotonic() - started
         job = spawn([*KRAFTLAKE, "materialize", "--fleet", str(path), "--bootstrap-servers", broker.bootstrap_servers],
                     root / "materialize.log", root)
@@ -719,6 +730,94 @@ def in_process(path: Path) -> tuple[float, float, float, float, list[Any], str]:
     return session_s, views_s, query_s, again_s, answers, span
 
 
+# -- the Kafka source alone: a micro-batch's cost, a topic per cluster or one shared topic ----------------------
+
+SOURCE_CLUSTERS = (10, 50)
+SOURCE_WARMUP_S, SOURCE_WINDOW_S = 30.0, 90.0
+NOOP_VALUE = bytes(80)  # about a NoOp batch's size
+
+
+class Chatter(threading.Thread):
+    """Every cluster's idle chatter as the fleet follower writes it: a NoOp-sized message per cluster every
+    NOOP_INTERVAL_S, to (topic, partition), keyed by cluster on the shared topic (`routes`: cluster -> those)."""
+
+    def __init__(self, bootstrap: str, routes: dict[str, tuple[str, int]], shared: bool) -> None:
+        super().__init__(daemon=True)
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self.routes = routes
+        self.shared = shared
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        offset = 0
+        while not self.stop.wait(NOOP_INTERVAL_S):
+            for name, (topic, partition) in self.routes.items():
+                key = cluster_key(name, encode_key(offset)) if self.shared else encode_key(offset)
+                self.producer.produce(topic, key=key, value=NOOP_VALUE, partition=partition)
+            self.producer.poll(0)
+            offset += 1
+        self.producer.flush(30)
+
+
+def source_cost(spark: Any, broker: LocalBroker, root: Path, clusters: int, shared: bool) -> dict[str, float]:
+    """One streaming query as the fleet job's (Spark's Kafka source, 1 s trigger, each micro-batch's messages to
+    the driver as Arrow, as `jobs/fleet.py` splits them) over `clusters` chattering clusters: the medians of
+    Spark's own progress figures over the window (triggerExecution: the whole micro-batch; addBatch: the read).
+    Each run has topics of its own (a deleted topic lingers a while)."""
+    names = [f"c{index:03d}" for index in range(clusters)]
+    if shared:
+        topic = f"{SHARED_TOPIC}-{clusters}"
+        routes = {name: (topic, cluster_partition(name, SHARED_PARTITIONS)) for name in names}
+    else:
+        routes = {name: (f"kraftlake-metadata-{name}-{clusters}", 0) for name in names}
+    topics = sorted({topic for topic, _ in routes.values()})
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    for future in admin.create_topics([NewTopic(t, SHARED_PARTITIONS if shared else 1, 1) for t in topics]).values():
+        future.result(60)
+    chatter = Chatter(broker.bootstrap_servers, routes, shared)
+    chatter.start()
+    query = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+             .option("subscribe", ",".join(topics)).option("startingOffsets", "latest").load()
+             .writeStream.foreachBatch(lambda frame, _: frame.select("partition", "offset", "key", "value").toArrow())
+             .option("checkpointLocation", str(root / f"source-{clusters}-{shared}"))
+             .trigger(processingTime="1 second").start())
+    try:
+        time.sleep(SOURCE_WARMUP_S + SOURCE_WINDOW_S)
+        progress = [p for p in query.recentProgress if p.numInputRows > 0][-int(SOURCE_WINDOW_S):]
+    finally:
+        query.stop()
+        chatter.stop.set()
+        chatter.join(60)
+    return {"batches": len(progress),
+            "trigger_ms": statistics.median(p.durationMs["triggerExecution"] for p in progress),
+            "add_batch_ms": statistics.median(p.durationMs["addBatch"] for p in progress),
+            "rows": statistics.median(p.numInputRows for p in progress)}
+
+
+def source_run() -> list[dict[str, Any]]:
+    """`python -m bench.bench_fleet source`: the Kafka source's cost per micro-batch at SOURCE_CLUSTERS clusters,
+    a topic per cluster and one shared topic (SHARED_PARTITIONS partitions), on a local[2] session."""
+    from kraftlake.jobs.materialize import local_spark
+
+    load_start = os.getloadavg()[0]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-fleet-source-") as scratch, running_broker(Path(scratch)) as broker:
+        spark = local_spark("bench-fleet-source")
+        try:
+            for clusters in SOURCE_CLUSTERS:
+                for shared in (False, True):
+                    cost = source_cost(spark, broker, Path(scratch), clusters, shared)
+                    how = f"one topic, {SHARED_PARTITIONS} partitions" if shared else f"{clusters} topics"
+                    say(f"{clusters} clusters, {how}: {cost}")
+                    rows.append(row(f"micro-batch, {clusters} clusters, {how}: median", cost["trigger_ms"], "ms",
+                                    f"read (addBatch) {cost['add_batch_ms']:.0f} ms; {cost['batches']} micro-batches, "
+                                    f"{cost['rows']:.0f} messages each"))
+        finally:
+            spark.stop()
+    rows.append(row("load average (1 min) at the start / end", f"{load_start:.1f} / {os.getloadavg()[0]:.1f}", ""))
+    return rows
+
+
 if __name__ == "__main__":
-    for result in run():
+    for result in (source_run() if sys.argv[1:] == ["source"] else run()):
         print(result)
