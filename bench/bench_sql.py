@@ -10,6 +10,7 @@ Medians of `REPEAT` runs per engine; wall-clock on a shared machine: the load av
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -49,6 +50,9 @@ rows in `createDataFrame`); not looked into further.
 
 CLUSTERS = int(os.environ.get("KRAFTLAKE_BENCH_SQL_CLUSTERS", "200"))
 REPEAT = int(os.environ.get("KRAFTLAKE_BENCH_SQL_REPEAT", "3"))
+ENGINES = os.environ.get("KRAFTLAKE_BENCH_SQL_ENGINES", "datafusion,spark").split(",")
+# A directory to build the fleet in and keep (built once: 200 clusters took 6-12 min); unset, a temporary one.
+KEEP = os.environ.get("KRAFTLAKE_BENCH_SQL_DIR")
 KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli.main"]
 ONE_QUERY = ("SELECT from_offset, topic_name, partition_id, isr FROM partitions_history "
              "WHERE size(isr) < 3 ORDER BY from_offset LIMIT 5")
@@ -71,23 +75,37 @@ def build_fleet(root: Path, count: int) -> Path:
     return path
 
 
-def timed(args: list[str], cwd: Path) -> float | str:
-    """Seconds from the process's start to its answer (its exit), or why it gave none (its last line)."""
+def kept_fleet(root: Path, count: int) -> tuple[Path, float | None]:
+    """The fleet file under `root`, built unless an earlier run finished building it there (the build's
+    seconds, or None when kept)."""
+    path = root / "fleet.toml"
+    if path.exists() and path.read_text().count("[clusters.") == count:
+        return path, None
+    started = time.perf_counter()
+    return build_fleet(root, count), time.perf_counter() - started
+
+
+def timed(args: list[str], cwd: Path) -> tuple[float, float] | str:
+    """Seconds from the process's start to its answer (its exit) and the CPU seconds it used (user + system, its
+    children's included: what the load of a shared machine does not stretch), or why it gave none (its last
+    line)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run([*KRAFTLAKE, *args], cwd=cwd, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if "Error" in line or "Exception" in line]
         return f"exit {done.returncode}: {(lines or done.stderr.splitlines() or [''])[0][:300]}"
-    return time.perf_counter() - started
+    wall, after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def run() -> list[dict[str, Any]]:
     rows = [row("load average at start", os.getloadavg()[0], "")]
     with tempfile.TemporaryDirectory(prefix="bench-sql-") as scratch:
-        root = Path(scratch)
-        started = time.perf_counter()
-        fleet = build_fleet(root, CLUSTERS)
-        rows.append(row(f"build {CLUSTERS} clusters' week", time.perf_counter() - started))
+        root = Path(KEEP or scratch)
+        fleet, build_s = kept_fleet(root, CLUSTERS)
+        rows.append(row(f"build {CLUSTERS} clusters' week", build_s if build_s is not None else "kept", "s",
+                        "" if build_s is not None else f"built earlier in {root}"))
         one = str(root / "warehouses" / "cluster000")
         asks = {
             "kraftlake sql, one cluster": ["sql", "--warehouse", one, ONE_QUERY],
@@ -95,14 +113,15 @@ def run() -> list[dict[str, Any]]:
             f"kraftlake sql --fleet, {CLUSTERS} clusters": ["sql", "--fleet", str(fleet), FLEET_QUERY],
         }
         medians: dict[tuple[str, str], float] = {}
-        for engine in ("datafusion", "spark"):
+        for engine in ENGINES:
             for what, args in asks.items():
                 runs = [timed([*args, "--engine", engine], root) for _ in range(REPEAT)]
-                times = [r for r in runs if isinstance(r, float)]
+                times = [r for r in runs if not isinstance(r, str)]
                 failed = [r for r in runs if isinstance(r, str)]
                 if times:
-                    medians[what, engine] = statistics.median(times)
-                notes = f"median of {len(times)}: " + ", ".join(f"{s:.1f}" for s in times)
+                    medians[what, engine] = statistics.median(wall for wall, _ in times)
+                notes = (f"median of {len(times)}: " + ", ".join(f"{wall:.1f}" for wall, _ in times)
+                         + (f"; CPU {statistics.median(cpu for _, cpu in times):.1f} s" if times else ""))
                 rows.append(row(f"{what}: {engine}", medians.get((what, engine), "no answer"),
                                 notes=notes + (f"; {len(failed)} failed: {failed[0]}" if failed else "")))
                 print(rows[-1], file=sys.stderr, flush=True)

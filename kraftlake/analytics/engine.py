@@ -17,7 +17,8 @@ in milliseconds next to the interpreter's start.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -26,7 +27,7 @@ import pyarrow.compute as pc
 from kraftlake.analytics.summaries import Summary
 
 if TYPE_CHECKING:
-    from kraftlake.analytics.fleet import FleetViews
+    from kraftlake.analytics.fleet import ClusterPart, FleetViews
 
 _SETTINGS = {
     "datafusion.sql_parser.dialect": "databricks",
@@ -34,7 +35,11 @@ _SETTINGS = {
     "datafusion.execution.time_zone": "+00:00",
     "datafusion.sql_parser.default_null_ordering": "nulls_min",  # Spark's: NULL first ascending, last descending
 }
+TABLE_OPENERS = 8  # Delta logs opened at once for a fleet view (mostly waiting on files)
 TIMESTAMP = pa.timestamp("us")  # Spark's TIMESTAMP, shown in UTC (the CLI's session time zone)
+# the labels' type (`kraftlake.analytics.fleet.LABELS`) in DataFusion's words: a map literal with no entries is
+# typed null -> null otherwise
+_LABELS = 'Map("entries": non-null Struct("key": non-null Utf8, "value": Utf8), unsorted)'
 
 
 class QueryError(Exception):
@@ -84,25 +89,80 @@ def one_cluster(reader: Any, at_offset: int | None = None, only: Collection[str]
 
 def fleet(clusters: Mapping[str, tuple[Any, Mapping[str, str]]], at_time_ms: int | None = None,
           only: Collection[str] | None = None) -> tuple[Any, FleetViews]:
-    """A session with the fleet's views (`kraftlake.analytics.fleet`' names and rows), or those of `only`."""
-    from kraftlake.analytics.fleet import fleet_summaries, fleet_tables
+    """A session with the fleet's views (`kraftlake.analytics.fleet`' names and rows), or those of `only`. The
+    image tables (one image a cluster: small) are the reader's rows; every other table (the histories,
+    `batches`, …: a week of 200 clusters is millions of rows) is each cluster's Delta table scanned by DataFusion
+    itself, unioned, so a question reads only the columns and files it needs, never every column into memory."""
+    from kraftlake.analytics.fleet import CLUSTERS, PREFIX, clusters_table, fleet_parts, fleet_summaries, image_view
+    from kraftlake.image_schema.tables import TABLES
 
-    tables, registered = fleet_tables(clusters, at_time_ms, only)
-    summaries = fleet_summaries(only)
+    parts, registered = fleet_parts(clusters, at_time_ms, only)
     session = context()
-    register(session, tables, summaries)
+    views = [name.removeprefix(PREFIX) for name in registered.views]
+    images = {PREFIX + view: image_view(parts, view) for view in views if view in TABLES}
+    register(session, {CLUSTERS: clusters_table(parts), **images}, {})
+    for view in views:
+        if view not in TABLES:
+            session.register_view(PREFIX + view, _planned(session, _scanned(session, parts, view)))
+    summaries = fleet_summaries(only)
+    register(session, {}, summaries)
     registered.views.extend(summaries)
     return session, registered
+
+
+def _scanned(session: Any, parts: Sequence[ClusterPart], view: str) -> str:
+    """`fleet_<view>` of a table outside the image, as SQL: each cluster's Delta table registered (a provider
+    DataFusion scans: projection and filters pushed down), its rows up to its last published image, with its name
+    and labels as constants (a join with `fleet_clusters` cost a probe per row), unioned."""
+    from kraftlake.analytics.fleet import empty_view
+    from kraftlake.analytics.views import selection_sql, sql_literal
+    from kraftlake.lake.warehouse import all_tables
+
+    if not parts:
+        register(session, {f"__{view}": empty_view(view)}, {})
+        return f"SELECT * FROM __{view}"
+    with ThreadPoolExecutor(max_workers=TABLE_OPENERS) as openers:  # each open reads a Delta log
+        tables = list(openers.map(lambda part: part.warehouse.table(view), parts))
+    columns = ", ".join(f"`{column}`" for column in all_tables()[view].names)
+    branches = []
+    for index, (part, table) in enumerate(zip(parts, tables, strict=True)):
+        session.register_table(f"__{view}_{index}", table)
+        pairs = sorted(part.labels.items())
+        labels = (f"map(make_array({', '.join(sql_literal(key) for key, _ in pairs)}), "
+                  f"make_array({', '.join(sql_literal(value) for _, value in pairs)}))")
+        branches.append(f"SELECT {sql_literal(part.name)} AS cluster, arrow_cast({labels}, '{_LABELS}') AS labels, "
+                        f"{columns} FROM __{view}_{index} WHERE {selection_sql(part.published[view])}")
+    return " UNION ALL ".join(branches)
 
 
 def run(session: Any, sql: str) -> pa.Table:
     """The answer to `sql`, whole (the CLI prints at most 1000 rows of it, as Spark's `show`)."""
     try:
-        return _planned(session, sql).to_arrow_table()
+        return _plain(_planned(session, sql).to_arrow_table())
     except QueryError:
         raise
     except Exception as error:  # an error while it runs (a cast that fails, …)
         raise QueryError(str(error).strip().splitlines()[0]) from None
+
+
+def _plain(answer: pa.Table) -> pa.Table:
+    """`answer` with Arrow's plain string types where DataFusion's scans of Delta tables give string views, so
+    an answer has one type whichever way its rows were read."""
+    schema = pa.schema([field.with_type(_plain_type(field.type)) for field in answer.schema])
+    return answer if schema == answer.schema else answer.cast(schema)
+
+
+def _plain_type(kind: pa.DataType) -> pa.DataType:
+    if pa.types.is_string_view(kind):
+        return pa.string()
+    if pa.types.is_binary_view(kind):
+        return pa.binary()
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        item = kind.value_field.with_type(_plain_type(kind.value_type))
+        return (pa.list_ if pa.types.is_list(kind) else pa.large_list)(item)
+    if pa.types.is_struct(kind):
+        return pa.struct([field.with_type(_plain_type(field.type)) for field in kind])
+    return kind
 
 
 def _planned(session: Any, sql: str) -> Any:

@@ -21,6 +21,7 @@ out and named in `skipped`.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,12 +33,14 @@ from kraftlake.analytics.views import table_views
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.errors import LakeError
 from kraftlake.lake.reader import WarehouseReader
-from kraftlake.lake.warehouse import all_tables
+from kraftlake.lake.scan import Selection, scan
+from kraftlake.lake.warehouse import Warehouse, all_tables
 
 PREFIX = "fleet_"
 FLEET = Scope(PREFIX, "cluster")
 CLUSTERS = PREFIX + "clusters"
 LABELS = pa.map_(pa.string(), pa.string())
+CLUSTER_READERS = 8  # clusters read at once: mostly waiting on files, so more than the cores
 
 
 @dataclass
@@ -67,33 +70,72 @@ def register_fleet_views(
     return result
 
 
+@dataclass(frozen=True)
+class ClusterPart:
+    """One cluster's share of the fleet's views: its image tables' rows, read, and for every other table the
+    rows to take from its latest Delta version (the reader's bound: up to the last published image), unread."""
+
+    name: str
+    labels: Mapping[str, str]
+    warehouse: Warehouse
+    image: dict[str, pa.Table]
+    published: dict[str, Selection]
+
+
+def fleet_parts(
+    clusters: Mapping[str, tuple[WarehouseReader, Mapping[str, str]]], at_time_ms: int | None = None,
+    only: Collection[str] | None = None,
+) -> tuple[list[ClusterPart], FleetViews]:
+    """Each cluster's part of the table views (of `only`, if given), the clusters side by side (delta-rs and
+    Arrow release the GIL: one after another, 200 clusters' Delta logs took most of a fleet question's time)."""
+    wanted = set(only) if only is not None else set(table_views())
+    tables = [name for name in table_views() if name in wanted]
+
+    def part(name: str) -> ClusterPart | LakeError:
+        reader, labels = clusters[name]
+        try:
+            offset = None if at_time_ms is None else reader.offset_at(at_time_ms)
+            return ClusterPart(name, labels, reader.warehouse, *reader.view_parts(tables, offset))
+        except LakeError as error:
+            return error
+
+    result = FleetViews(views=[PREFIX + view for view in tables])
+    with ThreadPoolExecutor(max_workers=CLUSTER_READERS) as readers:
+        found = dict(zip(clusters, readers.map(part, clusters), strict=True))
+    result.skipped.update({name: str(got) for name, got in found.items() if isinstance(got, LakeError)})
+    return [got for got in found.values() if isinstance(got, ClusterPart)], result
+
+
 def fleet_tables(
     clusters: Mapping[str, tuple[WarehouseReader, Mapping[str, str]]], at_time_ms: int | None = None,
     only: Collection[str] | None = None,
 ) -> tuple[dict[str, pa.Table], FleetViews]:
     """Every cluster's rows of each table view (of `only`, if given) as one table `fleet_<name>`, and
-    `fleet_clusters`: what either engine registers before the summaries."""
-    wanted = set(only) if only is not None else set(table_views())
-    tables = [name for name in table_views() if name in wanted]
-    parts: dict[str, list[pa.Table]] = {name: [] for name in tables}
-    result = FleetViews()
-    shown: dict[str, Mapping[str, str]] = {}
-    for name, (reader, labels) in clusters.items():
-        try:
-            offset = None if at_time_ms is None else reader.offset_at(at_time_ms)
-            rows = reader.view_rows(tables, offset)
-        except LakeError as error:
-            result.skipped[name] = str(error)
-            continue
-        shown[name] = labels
-        for view, table in rows.items():
-            parts[view].append(_with_cluster(table, name, labels))
-    out = {CLUSTERS: pa.table({"cluster": pa.array(list(shown), pa.string()),
-                               "labels": pa.array([_pairs(labels) for labels in shown.values()], LABELS)})}
-    for view, frames in parts.items():
-        out[PREFIX + view] = pa.concat_tables(frames, promote_options="permissive") if frames else _empty(view)
-        result.views.append(PREFIX + view)
+    `fleet_clusters`: what a Spark session registers before the summaries (every column read into memory)."""
+    parts, result = fleet_parts(clusters, at_time_ms, only)
+
+    def scanned(part: ClusterPart) -> dict[str, pa.Table]:
+        return {**part.image, **{view: scan(part.warehouse, view, where) for view, where in part.published.items()}}
+
+    with ThreadPoolExecutor(max_workers=CLUSTER_READERS) as readers:
+        rows = list(readers.map(scanned, parts))
+    out = {CLUSTERS: clusters_table(parts)}
+    for view in (name.removeprefix(PREFIX) for name in result.views):
+        frames = [_with_cluster(tables[view], part.name, part.labels) for part, tables in zip(parts, rows, strict=True)]
+        out[PREFIX + view] = pa.concat_tables(frames, promote_options="permissive") if frames else empty_view(view)
     return out, result
+
+
+def clusters_table(parts: Collection[ClusterPart]) -> pa.Table:
+    """`fleet_clusters`: each cluster shown, with its labels."""
+    return pa.table({"cluster": pa.array([part.name for part in parts], pa.string()),
+                     "labels": pa.array([_pairs(part.labels) for part in parts], LABELS)})
+
+
+def image_view(parts: Collection[ClusterPart], view: str) -> pa.Table:
+    """An image table's `fleet_<view>`: every cluster's rows, with its name and labels in front."""
+    frames = [_with_cluster(part.image[view], part.name, part.labels) for part in parts]
+    return pa.concat_tables(frames, promote_options="permissive") if frames else empty_view(view)
 
 
 def fleet_summaries(only: Collection[str] | None = None) -> dict[str, Summary]:
@@ -119,7 +161,7 @@ def _with_cluster(table: pa.Table, name: str, labels: Mapping[str, str]) -> pa.T
     return table.add_column(0, "cluster", pa.array([name], pa.string()).take(every_row))
 
 
-def _empty(view: str) -> pa.Table:
+def empty_view(view: str) -> pa.Table:
     """No cluster shown: the view's columns, no rows."""
     schema = TABLES[view].schema if view in TABLES else all_tables()[view]
     return _with_cluster(schema.empty_table(), "", {})

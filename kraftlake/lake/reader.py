@@ -267,6 +267,24 @@ class WarehouseReader:
                     else readers.submit(self.scan, name, published[name]) for name in views}
             return {name: future.result() for name, future in rows.items()}
 
+    def view_parts(self, views: Collection[str], offset: int | None = None,
+                   ) -> tuple[dict[str, pa.Table], dict[str, Selection]]:
+        """`view_rows` for an engine that scans Delta tables itself: the image tables of `views` read as Arrow,
+        and for every other view only the rows to take from its table's latest version (up to the last published
+        image, the same bound), so the engine reads just the columns and files a question needs. Without an image
+        table wanted, only the last image's offset is looked up (its checkpoint is not)."""
+        images = [name for name in views if name in TABLES]
+        rows: dict[str, pa.Table] = {}
+        if images:
+            last, offset, since = self._image_bounds(offset)
+            with ThreadPoolExecutor(max_workers=READERS) as readers:  # delta-rs and Arrow release the GIL
+                rows = dict(zip(images, readers.map(lambda name: self._table_at(name, since, offset), images),
+                                strict=True))
+        else:
+            last = self.published_range()[1]
+        published = self._published(last)
+        return rows, {name: published[name] for name in views if name not in TABLES}
+
     def _image_bounds(self, offset: int | None) -> tuple[int, int, int]:
         """The last published image's offset, the offset of the image answering `offset` (None: the last one),
         and that image's checkpoint offset (-1: none)."""
