@@ -11,7 +11,7 @@ and are timed at the client (server-side work plus a loopback round trip), each 
 (4) the timeline of the whole history (`/api/.../timeline`). Goal <= 1 s.
 (5) a diff between two moments 1 hour apart (`/api/.../changes?from=T&to=T+1h`), one page. Goal <= 1 s.
 (6) a moment never asked before: the first request of the `/image` page at each of 20 images of the churn
-    (issue 37), after the first moment of the process. Goal p50 <= 0.3 s, p99 <= 1 s.
+    (issue 37), after (1)-(5), in random order. Goal p50 <= 0.3 s, p99 <= 1 s.
 
 The first request of (1), (4) and (5) at a moment builds what later ones reuse (the image read through
 `WarehouseReader.image_at`, the timeline, the changes): it is reported apart as "cold". The server's RSS is
@@ -45,6 +45,35 @@ from kraftlake.records.batch import decode_batch
 
 # Kept under the table when BENCHMARKS.md is regenerated: the runs that changed the design.
 NOTES = """\
+The table above (issue 37): load 11.8 at the start, 8-14 during. The warehouse was built once in
+`BENCH_UI_DIR` (186 s at load 2-6; 785 s at load 10 on 2026-11-27) and kept for the profile and the reruns.
+Where the time goes (py-spy, 1M partitions, before the change, load 6): a moment read whole is
+`image_at` 1.6-2.8 s plus `image_view` 1.5-2.7 s. `image_at` reads the newest image checkpoint, at offset
+562,112 in the middle of the bootstrap (511k partition rows; the next one is due once the history since holds
+as many rows), plus the 450k history rows since, and applies them; `image_view` sorted 100k topic names in
+Python (30% of the samples), dictionary-encoded 1M rows (20%), and the cyclic collector ran through all of it
+(22% of every profile). Now a moment not cached is moved from the cached image nearest to it
+(`WarehouseReader.moves`, `moved_view`): forward, the history between is read (0.03-0.08 s for 1-6k changed
+partitions) and the changed rows' flags and topic counts are replaced (0.05-0.28 s); the 1M rows themselves
+are put together only when a page needs them (0.45 s of a move, cProfile). (6) new moment: p50 met; p99 NOT
+met (1.16 s): a moment before every cached one moves backward, which also reads the changed keys' earlier
+versions: a scan of the 1M-row partitions history (1.1-2.7 s under load 11-20), since those rows are in
+offset order and no file or row-group statistics of `topic_id` can prune them. The first moment of the
+process is still read whole ((1) cold: 3.4-3.6 s; 7.8 s at load 23).
+(3) partition history: unchanged code, p50 met here (0.15-0.29 s over today's three runs, load 12-25), p99
+NOT met (0.30 s): the same key scan (`_key_rows`' first pass over `topic_id`, `partition_id`, `from_offset`
+of all 1M history rows, 0.1-0.2 s), then the Delta log refreshes of `batches` and `gaps`. (4) timeline cold
+NOT met (1.95 s; 7.27 s on 2026-11-27): it reads every partition version (1M rows with their lists and
+names, 29% of its samples) and turns the 100k topic creations into events in Python (35%); the collector's
+passes are gone. RSS: peak 996 MiB after the runs and 1,002 MiB with three users at three moments, under the
+1 GiB goal (1,315 MiB on 2026-11-27: a 1M-row `image_at` transient beside two cached images), but narrowly:
+the run before at load 24 peaked at 1,110 MiB (three moved images' rows put together at once).
+Next steps: history files ordered by key within each compacted offset range (or bloom filters on the
+key), so a key's versions prune files and row groups (partition history, backward moves); an image
+checkpoint after a bootstrap, so the first moment reads one checkpoint and a bounded history; per-image
+counts written by the sink, so the timeline reads a row per image. Not measured: the 20,000-image long-run
+warehouse and S3 (SeaweedFS); `kraftlake image --at-offset` in a fresh process still reads the image whole.
+
 Earlier runs of this module (2026-11-27, same machine, 1M partitions): 04:13 UTC at load 13-29: first
 screen 0.159 / 0.296 s, a topic's partitions 0.067 / 0.208 s (a filter over the 1M-row table), a diff's
 pages 1.97 / 3.15 s (each page read the changed keys' history again: now once per diff and filter, then
@@ -54,14 +83,8 @@ topic's partitions 0.265 / 0.470 s (ten rows taken from a table of ~1,000 chunks
 index); three users 503 s, RSS 1,448 MiB after, peak 1,980 MiB (each image bigger than the images' half of
 the cache, so every page at another moment read its image again while requests still held the old one:
 now the partitions' repeated strings are dictionary-encoded, halving an image, and images get three
-quarters of the cache). A partition's history (p50 0.27-0.69 s over the three runs) is
-`WarehouseReader.history` itself, unchanged here.
-
-The table above: load 10.5 at the start and 20-34 during the measurements (other engineers' suites). Goals
-not met: a partition's history (the reader's), the first screen's p99 (0.49 s, under that load), and RSS
-under 1 GiB: after the three users 876 MiB, but 1,315 MiB at the peak, while one 1M-partition image was read
-(`image_at`'s transient) with two others cached. Not measured: the 20,000-image long-run warehouse (this
-history has 72 images); a cold moment costs `image_at` plus the view (4.8-10.9 s at 1M).
+quarters of the cache). 04:57 UTC at load 10-34: first screen 0.150 / 0.491 s, cold 10.9 s; partition
+history 0.69 / 1.25 s; timeline cold 7.27 s; three users: peak RSS 1,315 MiB.
 """
 
 PARTITIONS = int(os.environ.get("BENCH_UI_PARTITIONS", "1000000"))
@@ -169,9 +192,6 @@ def run() -> list[dict[str, Any]]:
             screen = [timed(f"{base}/clusters/{CLUSTER}/image?at={moments[1]}&page={1 + n % 5}")
                       for n in range(REPEAT)]
             rows += figures("first screen", screen, cold)
-            churned = [image.offset for image in reader.images() if image.offset > moments[0]]
-            new = rng.sample([offset for offset in churned if reader.answer(moments[1]) != offset], REPEAT)
-            rows += figures("new moment", [timed(f"{base}/clusters/{CLUSTER}/image?at={at}") for at in new])
             rows += figures("topic partitions", [timed(f"{api}/topics/{t}/partitions?at={moments[1]}")
                                                  for t in topics])
             rows += figures("partition history", [timed(f"{api}/history/partitions?key={t}-{n % 10}")
@@ -185,6 +205,9 @@ def run() -> list[dict[str, Any]]:
                                          for n in range(REPEAT)], cold)
             changed = json.load(urllib.request.urlopen(f"{api}/changes?from={start}&to={stop}&size=1"))["counts"]
             rows[-1]["notes"] = f"{changed['partitions']:,} partition changes in the hour"
+            churned = [image.offset for image in reader.images() if image.offset > moments[0]]
+            new = rng.sample([offset for offset in churned if reader.answer(moments[1]) != offset], REPEAT)
+            rows += figures("new moment", [timed(f"{base}/clusters/{CLUSTER}/image?at={at}") for at in new])
             current, peak = rss_mb(process.pid)
             rows.append(row("server RSS after the runs (current / peak)", f"{current:.0f} / {peak:.0f}", "MiB"))
 

@@ -1,0 +1,66 @@
+"""The fleet job's driver side on the shared topic, without Spark or Kafka (nothing is read or written here): a
+cluster added to the fleet file gets its writer without a query restart, a changed shared topic is refused in
+one line until a restart, a cluster's messages on another partition than its own stop that cluster alone, and a
+key that names no cluster is reported once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kraftlake.jobs.fleet import FleetWriter, _reload
+from kraftlake.lake.topic_replay import TopicMessage
+from kraftlake.records.topic import cluster_partition
+from kraftlake.settings.flags import MaterializeConfig
+from kraftlake.settings.fleet import load_fleet
+
+
+def write(path: Path, topic: str, *clusters: str) -> None:
+    path.write_text(f'topic = "{topic}"\ntopic_partitions = 3\n' + "".join(
+        f'[clusters.{name}]\nbootstrap_controllers = ["h:1"]\n' for name in clusters))
+
+
+@pytest.fixture
+def running(tmp_path: Path) -> tuple[Path, MaterializeConfig, FleetWriter]:
+    path = tmp_path / "fleet.toml"
+    write(path, "kraftlake-fleet", "alpha")
+    base = MaterializeConfig("kafka:9092", "kraftlake-fleet", str(tmp_path / "lake"), tmp_path / "checkpoint")
+    writer = FleetWriter(None, base, shared=True)
+    writer.add(load_fleet(path), "alpha")
+    return path, base, writer
+
+
+def test_a_cluster_added_joins_without_a_restart_and_a_changed_topic_waits_for_one(
+    running: tuple[Path, MaterializeConfig, FleetWriter], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, base, writer = running
+    fleet = load_fleet(path)
+    write(path, "kraftlake-fleet", "alpha", "beta")
+    fleet, restart = _reload(None, base, path, fleet, writer)
+    assert not restart and writer.clusters() == {"alpha", "beta"} and set(fleet.clusters) == {"alpha", "beta"}
+    assert writer.partitions["beta"] == cluster_partition("beta", 3)
+
+    write(path, "another-topic", "alpha", "beta", "gamma")
+    kept, restart = _reload(None, base, path, fleet, writer)
+    assert kept is fleet and not restart and writer.clusters() == {"alpha", "beta"}
+    assert capsys.readouterr().err.splitlines() == [
+        f"materialize: {path}: topic / topic_partitions changed: a restart of the job applies that; going on with "
+        "the clusters as they were"]
+
+
+def test_messages_on_another_partition_stop_their_cluster_and_an_unnamed_key_is_told_once(
+    running: tuple[Path, MaterializeConfig, FleetWriter], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, _, writer = running
+    own = cluster_partition("alpha", 3)
+    message = TopicMessage(7, b"\0" * 8, b"batch")
+    writer.write_shared({("", 1): [message], ("alpha", (own + 1) % 3): [message], ("nobody", own): [message]})
+    writer.write_shared({("", 2): [message]})
+    assert list(writer.failures) == ["alpha"]
+    assert capsys.readouterr().err.splitlines() == [
+        "materialize: topic kraftlake-fleet partition 1 Kafka offset 7: a message whose key names no cluster "
+        "(skipped, and any more like it)",
+        f"materialize: cluster alpha: its messages are on partition {(own + 1) % 3} of the shared topic, not on its "
+        f"own partition {own}: the topic's partition count changed, and a cluster's order holds only within one "
+        "partition (its warehouse keeps the last good image; the other clusters go on)"]
