@@ -60,10 +60,16 @@ class AlertJob:
         kept = self.state_file.load()
         if kept is None:
             kept = AlertsState(self.reader.last_published() if from_offset is None else from_offset)
-            self.state_file.save(kept)
-        for receiver in self.receivers:
-            kept.outbox.setdefault(receiver.name, [])
+        names = {receiver.name for receiver in self.receivers}
+        for gone in sorted(set(kept.outbox) - names):  # taken out of the file: its alerts go with it
+            if kept.outbox[gone]:
+                self.log(f"{gone} is no longer in {self.files.path}: its {len(kept.outbox[gone])} waiting "
+                         "alert(s) are dropped")
+            del kept.outbox[gone]
+        for name in sorted(names):
+            kept.outbox.setdefault(name, [])
         self.state = kept
+        self.state_file.save(kept)
 
     def run(self, stop: threading.Event, poll_s: float = POLL_S) -> None:
         backoffs = {receiver.name: _Backoff() for receiver in self.receivers}

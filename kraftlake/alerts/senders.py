@@ -29,8 +29,10 @@ def message(alert: Alert, files: AlertsFile) -> Message:
                    "offset": str(alert.offset), "time": time}
     if link:
         annotations["explorer"] = link
-    return {"id": alert.identity(files), "labels": labels, "annotations": annotations, "startsAt": time,
-            "generatorURL": link}
+    found = {"id": alert.identity(files), "labels": labels, "annotations": annotations, "generatorURL": link}
+    if time:  # else Alertmanager takes its arrival as the start
+        found["startsAt"] = time
+    return found
 
 
 class Receiver(Protocol):
@@ -54,7 +56,8 @@ class Alertmanager:
         return f"alertmanager {self.url}"
 
     def send(self, messages: Sequence[Message]) -> None:
-        body = [{key: m[key] for key in ("labels", "annotations", "startsAt", "generatorURL")} for m in messages]
+        body = [{key: m[key] for key in ("labels", "annotations", "startsAt", "generatorURL") if key in m}
+                for m in messages]
         post(f"{self.url}/api/v2/alerts", body, self.name)
 
 

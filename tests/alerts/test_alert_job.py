@@ -250,6 +250,16 @@ def test_an_alertmanager_answering_4xx_is_one_line_and_the_other_receiver_gets_e
         refused = [line for line in log.read_text().splitlines() if "400" in line]
         assert refused == [f"alert refused (default): alertmanager {bad}: answered 400 Bad Request "
                            f"({len(FIRST | REST)} alert(s) waiting, retrying with backoff)"]
+
+        alerts.write_text(alerts.read_text().replace(f'alertmanager = ["{bad}"]', "alertmanager = []"))
+        job = start(warehouse, alerts, log)  # the refusing receiver taken out of the file: its alerts go too
+        until("the receiver forgotten", lambda: list(state(warehouse, "refused")["outbox"]) == [
+            f"webhook {webhook_url(alerts)}"], job, log)
+        job.send_signal(signal.SIGTERM)
+        assert job.wait(60) == 0
+        assert f"alert refused (default): alertmanager {bad} is no longer in {alerts}: its {len(FIRST | REST)} " \
+               "waiting alert(s) are dropped" in log.read_text().splitlines()
+        assert len(webhook.received) == len(FIRST | REST), "nothing sent again"
     finally:
         assert refusing.server is not None
         refusing.server.shutdown()
