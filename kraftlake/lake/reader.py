@@ -272,10 +272,10 @@ class WarehouseReader:
         """`view_rows` for an engine that scans Delta tables itself: the image tables of `views` read as Arrow,
         and for every other view only the rows to take from its table's latest version (up to the last published
         image, the same bound), so the engine reads just the columns and files a question needs. Without an image
-        table wanted, only the last image's offset is looked up (its checkpoint is not)."""
+        table wanted nor an offset asked, only the last image's offset is looked up (no image checkpoint)."""
         images = [name for name in views if name in TABLES]
         rows: dict[str, pa.Table] = {}
-        if images:
+        if images or offset is not None:  # an offset asked is refused as `view_rows` refuses it
             last, offset, since = self._image_bounds(offset)
             with ThreadPoolExecutor(max_workers=READERS) as readers:  # delta-rs and Arrow release the GIL
                 rows = dict(zip(images, readers.map(lambda name: self._table_at(name, since, offset), images),
