@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from kraftlake.jobs import kafka_topic
 from kraftlake.jobs.kafka_topic import KafkaTopicError, collect_messages
 from kraftlake.lake.errors import LakeError, WriterFencedError
+from kraftlake.lake.pipeline import CATCH_UP_LAG_MS
 from kraftlake.lake.source import SourceIdentity, topic_source
 from kraftlake.lake.store_errors import store_failure
 from kraftlake.lake.topic_replay import TopicFormatError, TopicMessage, TopicReads, TopicReplay
@@ -79,6 +80,43 @@ class JobObserver(Protocol):
     def micro_batch(self, seconds: float, failed: bool) -> None: ...
 
     def published(self, image: PublishedImage, rows_written: int) -> None: ...
+
+
+class JobLog:
+    """The job's own lines for one cluster: when it falls behind (an image published more than a minute after its
+    batch's commit: the pipeline's backlog rule), when it has caught up again, and a gap recorded."""
+
+    def __init__(self, cluster: str, say: Callable[[str], None]) -> None:
+        self.cluster = cluster
+        self.say = say
+        self.behind = False
+
+    def micro_batch(self, seconds: float, failed: bool) -> None:
+        pass  # a failure is the job's last line already
+
+    def published(self, image: PublishedImage, rows_written: int) -> None:
+        offset, age_s = image.provenance.offset, time.time() - image.provenance.log_time_ms / 1000
+        if image.gap is not None:
+            self.say(f"materialize {self.cluster}: recorded a gap: {image.gap.describe()}")
+        if image.provenance.log_time_ms >= 0 and (age_s * 1000 > CATCH_UP_LAG_MS) != self.behind:
+            self.behind = not self.behind
+            state = "behind" if self.behind else "caught up"
+            self.say(f"materialize {self.cluster}: {state}: offset {offset} published {age_s:.0f} s after its commit")
+
+
+class Observers:
+    """Several observers told alike."""
+
+    def __init__(self, *observers: JobObserver) -> None:
+        self.observers = observers
+
+    def micro_batch(self, seconds: float, failed: bool) -> None:
+        for observer in self.observers:
+            observer.micro_batch(seconds, failed)
+
+    def published(self, image: PublishedImage, rows_written: int) -> None:
+        for observer in self.observers:
+            observer.published(image, rows_written)
 
 
 class MicroBatchWriter:

@@ -1,6 +1,7 @@
 """A real `kraftlake materialize` (Spark's Kafka source, a local Spark) over a topic holding a real Kafka
 cluster's metadata log (`kraftlake publish`, one of ../shared/kafka-samples), scraped by a real Prometheus: its
-last published offset and the row versions it wrote equal the warehouse's, through Prometheus' HTTP API."""
+last published offset and the row versions it wrote equal the warehouse's, through Prometheus' HTTP API; its
+own lines say where it starts, that it is behind (the sample is old), and where it stopped."""
 
 from __future__ import annotations
 
@@ -71,3 +72,9 @@ def test_prometheus_reads_the_jobs_published_offset_and_rows(kafka_broker: Local
         prometheus.scrape("kraftlake-materialize", [])
         job.send_signal(signal.SIGTERM)
         assert job.wait(120) == 0, log.read_text()[-3000:]
+    lines = [line for line in log.read_text().splitlines() if line.startswith("materialize default: ")]
+    assert lines[0] == f"materialize default: {topic} on {bootstrap} into {warehouse.uri}, last published offset " \
+                       "none yet"
+    assert re.fullmatch(r"materialize default: behind: offset \d+ published \d+ s after its commit", lines[1]), \
+        lines  # the sample's batches were appended years ago
+    assert lines[-1] == f"materialize default: stopped at offset {reader.last_published()}"

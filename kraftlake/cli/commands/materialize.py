@@ -37,8 +37,24 @@ def config_from(args: argparse.Namespace) -> MaterializeConfig:
         raise UserFacingError(str(error)) from None
 
 
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def last_published(config: MaterializeConfig) -> str:
+    """The warehouse's last published offset as its reader states it, for the job's start and stop lines."""
+    from kraftlake.lake.reader import WarehouseReader
+    from kraftlake.lake.warehouse import Warehouse
+
+    warehouse = Warehouse(config.warehouse, dict(config.storage_options))
+    try:
+        return str(WarehouseReader(warehouse).last_published()) if warehouse.exists() else "none yet"
+    except Exception:  # not readable: the job's own first step names why, in its one line
+        return "not readable"
+
+
 def run(args: argparse.Namespace) -> int:
-    from kraftlake.jobs.materialize import MaterializeError
+    from kraftlake.jobs.materialize import JobLog, MaterializeError, Observers
     from kraftlake.jobs.materialize import run as run_job
     from kraftlake.metrics.endpoint import metrics_served
     from kraftlake.metrics.materialize import MaterializeMetrics
@@ -51,13 +67,18 @@ def run(args: argparse.Namespace) -> int:
     try:
         with metrics_served(args.metrics_address, metrics.collectors()) as endpoint:
             if endpoint is not None:
-                print(f"materialize: metrics at {endpoint.url}", file=sys.stderr, flush=True)
+                say(f"materialize: metrics at {endpoint.url}")
             if config.fleet is not None:
                 from kraftlake.jobs.fleet import run_fleet_job
 
                 run_fleet_job(config, stop=stop)
             else:
-                run_job(config, stop=stop, observer=None if endpoint is None else metrics.of(DEFAULT_CLUSTER))
+                job_log = JobLog(DEFAULT_CLUSTER, say)
+                say(f"materialize {DEFAULT_CLUSTER}: {config.topic} on {config.bootstrap_servers} into "
+                    f"{config.warehouse}, last published offset {last_published(config)}")
+                observer = job_log if endpoint is None else Observers(job_log, metrics.of(DEFAULT_CLUSTER))
+                run_job(config, stop=stop, observer=observer)
+                say(f"materialize {DEFAULT_CLUSTER}: stopped at offset {last_published(config)}")
     except MaterializeError as error:
         if error.fenced:  # its line says which writer holds the warehouse: a rerun would stop that one
             raise UserFacingError(str(error)) from None
