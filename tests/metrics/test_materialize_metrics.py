@@ -78,3 +78,13 @@ def test_prometheus_reads_the_jobs_published_offset_and_rows(kafka_broker: Local
     assert re.fullmatch(r"materialize default: behind: offset \d+ published \d+ s after its commit", lines[1]), \
         lines  # the sample's batches were appended years ago
     assert lines[-1] == f"materialize default: stopped at offset {reader.last_published()}"
+
+
+def test_metrics_with_a_fleet_are_one_line_not_a_silent_no(tmp_path: Path) -> None:
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text(f'warehouse_root = "{tmp_path / "lake"}"\n[clusters.east]\nmetadata_dir = "/nowhere"\n')
+    done = subprocess.run([*KRAFTLAKE, "materialize", "--fleet", str(fleet), "--bootstrap-servers", "127.0.0.1:9",
+                           "--metrics-address", "0"], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [
+        "kraftlake materialize: --metrics-address: not with --fleet yet (the fleet's job serves no metrics)"]
