@@ -103,7 +103,7 @@ def test_the_job_on_a_cluster_survives_losing_its_worker(
         spark_cluster.kill_worker()
         done_at_kill = _commits(checkpoint)
         _wait_for(lambda: spark_cluster.alive_workers() == 0, "the master to lose its worker", 60)
-        time.sleep(3)
+        time.sleep(3)  # how long the job goes without a worker: the fault's length, not a wait for something
         assert job.poll() is None, "the job must wait for a worker, not fail"
         spark_cluster.start_worker()
         assert job.wait(JOB_TIMEOUT_S) == 0, log_path.read_text()[-3000:]

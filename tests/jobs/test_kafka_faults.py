@@ -80,7 +80,7 @@ def test_broker_killed_under_the_job_then_the_topic_recreated(
             time.sleep(0.1)
         assert _published(warehouse) and job.is_alive(), failures
         kafka_broker.kill()
-        time.sleep(3)
+        time.sleep(3)  # how long the broker stays down: the fault's length, not a wait for something
     finally:
         if not kafka_broker.running:
             kafka_broker.start()
