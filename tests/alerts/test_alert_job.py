@@ -23,6 +23,7 @@ import pytest
 from kraftlake.alerts.state import FOLDER
 from kraftlake.lake.pipeline import MetadataPipeline
 from kraftlake.lake.warehouse import Warehouse
+from tests.alerts.conftest import RUNNING
 from tests.explorer import scenario
 from tests.fixtures.alertmanager import Alertmanager
 from tests.replay.builders import data
@@ -150,8 +151,10 @@ def write(pipeline: MetadataPipeline, offsets: range) -> None:
 
 def start(warehouse: Warehouse, alerts: Path, log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as output:
-        return subprocess.Popen([*KRAFTLAKE, "alert", "--warehouse", warehouse.uri, "--alerts", str(alerts),
-                                 "--from-offset", "-1"], stdout=subprocess.DEVNULL, stderr=output)
+        process = subprocess.Popen([*KRAFTLAKE, "alert", "--warehouse", warehouse.uri, "--alerts", str(alerts),
+                                    "--from-offset", "-1"], stdout=subprocess.DEVNULL, stderr=output)
+    RUNNING.append(process)
+    return process
 
 
 def kill(process: subprocess.Popen[bytes]) -> None:
