@@ -304,14 +304,21 @@ class ProducerSession:
                 f"messages"
             )
             if kafka_offset <= previous:  # lost: our first batch at or after this Kafka offset must go out again
-                self.resend_from = min((base for at, base in self._acknowledged.items() if at >= kafka_offset),
-                                       default=0)
+                self.resend_from = self._first_at_or_after(kafka_offset)
         self._last_kafka_offset = kafka_offset
         self._acknowledged[kafka_offset] = base_offset
         if len(self._acknowledged) > _REMEMBERED_DELIVERIES:
             del self._acknowledged[next(iter(self._acknowledged))]
         if self.error is None:
             self.acknowledged_last_offset = last_offset
+
+    def _first_at_or_after(self, kafka_offset: int) -> int:
+        """The base offset of this session's first batch delivered at or after `kafka_offset`; 0 (send all
+        again) when deliveries that old are no longer remembered."""
+        oldest = next(iter(self._acknowledged), None)
+        if oldest is None or oldest > kafka_offset:
+            return 0
+        return min(base for at, base in self._acknowledged.items() if at >= kafka_offset)
 
     def record_position(self, next_offset: int, last_epoch: int) -> None:
         """A shared topic: the cluster's resume point, to be called once every batch before `next_offset` was
