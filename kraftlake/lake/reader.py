@@ -354,37 +354,42 @@ class WarehouseReader:
                 to_offset: int | None = None) -> list[Version]:
         """The versions of the row(s) `key_text` names in (from_offset, to_offset], in offset order. The
         version before the window is read too, so the first change in it shows its true `before`."""
-        parser = KeyParser(self.uri, self.topic_ids)
+        last = self.published_range()[1]  # read once: each read of it refreshes `images`' Delta log
+        parser = KeyParser(self.uri, lambda name: self.topic_ids(name, last))
         key = parser.table(table)
-        found = [v for v in versions(self._key_rows(table, parser.filters(table, key_text)), key)
+        found = [v for v in versions(self._key_rows(table, parser.filters(table, key_text), last), key)
                  if (from_offset is None or v[0] > from_offset) and (to_offset is None or v[0] <= to_offset)]
         times = self.offset_times([v[0] for v in found])
         crossing = {gap.snapshot_end_offset - 1: gap for gap in self.gaps()}
         return [Version(offset, times[offset], change, k, before, after, crossing.get(offset))
                 for offset, change, k, before, after in found]
 
-    def topic_ids(self, name_or_id: str) -> list[str]:
-        """Every topic id that ever had this name (a topic deleted and recreated has several), else the id."""
-        found = sorted(set(self.history_rows("topics", [Where("name", "=", name_or_id)])["topic_id"].to_pylist()))
+    def topic_ids(self, name_or_id: str, through: int | None = None) -> list[str]:
+        """Every topic id that ever had this name (a topic deleted and recreated has several), else the id
+        (`through`: as `history_rows`)."""
+        named = self.history_rows("topics", [Where("name", "=", name_or_id)], ["topic_id"], through)
+        found = sorted(set(named["topic_id"].to_pylist()))
         if found:
             return found
-        if self.history_rows("topics", [Where("topic_id", "=", name_or_id)]).num_rows:
+        if self.history_rows("topics", [Where("topic_id", "=", name_or_id)], ["topic_id"], through).num_rows:
             return [name_or_id]
         raise UnknownKeyError(self.uri, f"no topic named {name_or_id!r} (nor with that id) in the warehouse's history")
 
-    def history_rows(self, table: str, where: Selection = (), columns: Sequence[str] | None = None) -> pa.Table:
-        """`<table>_history` rows up to the last published image that `where` selects, unordered."""
-        last = Where("from_offset", "<=", self.published_range()[1])
+    def history_rows(self, table: str, where: Selection = (), columns: Sequence[str] | None = None,
+                     through: int | None = None) -> pa.Table:
+        """`<table>_history` rows up to the last published image that `where` selects, unordered (`through`:
+        that image's offset, when the caller has read it already)."""
+        last = Where("from_offset", "<=", self.published_range()[1] if through is None else through)
         narrowed = where.narrowed(last) if isinstance(where, AnyOf) else [*where, last]
         return self.scan(history_name(table), narrowed, columns)
 
-    def _key_rows(self, table: str, where: AnyOf) -> pa.Table:
+    def _key_rows(self, table: str, where: AnyOf, through: int | None = None) -> pa.Table:
         """The rows `where` selects, in two reads: the filtered columns and `from_offset` first (no list or
         value column decoded), then whole rows at just the offsets found, which the `from_offset` statistics
         of files and row groups narrow to the few that hold them."""
         columns = sorted(where.columns() | {"from_offset"})
-        offsets = sorted(set(self.history_rows(table, where, columns)["from_offset"].to_pylist()))
-        return self.history_rows(table, where.narrowed(Where("from_offset", "in", offsets)))
+        offsets = sorted(set(self.history_rows(table, where, columns, through)["from_offset"].to_pylist()))
+        return self.history_rows(table, where.narrowed(Where("from_offset", "in", offsets)), None, through)
 
     # -- tables ---------------------------------------------------------------------------------------
 
