@@ -60,9 +60,10 @@ met (1.16 s): a moment before every cached one moves backward, which also reads 
 versions: a scan of the 1M-row partitions history (1.1-2.7 s under load 11-20), since those rows are in
 offset order and no file or row-group statistics of `topic_id` can prune them. The first moment of the
 process is still read whole ((1) cold: 3.4-3.6 s; 7.8 s at load 23).
-(3) partition history: unchanged code, p50 met here (0.15-0.29 s over today's three runs, load 12-25), p99
-NOT met (0.30 s): the same key scan (`_key_rows`' first pass over `topic_id`, `partition_id`, `from_offset`
-of all 1M history rows, 0.1-0.2 s), then the Delta log refreshes of `batches` and `gaps`. (4) timeline cold
+(3) partition history: p50 met here (0.15-0.29 s over today's three runs, load 12-25), p99 NOT met
+(0.30 s): the same key scan (`_key_rows`' first pass over `topic_id`, `partition_id`, `from_offset` of all 1M
+history rows, 0.26 s of a 0.29 s call under cProfile at load 6), then Delta log refreshes (after this run the
+reader reads the published range once per request: 8 -> 6 refreshes, not yet measured here). (4) timeline cold
 NOT met (1.95 s; 7.27 s on 2026-11-27): it reads every partition version (1M rows with their lists and
 names, 29% of its samples) and turns the 100k topic creations into events in Python (35%); the collector's
 passes are gone. RSS: peak 996 MiB after the runs and 1,002 MiB with three users at three moments, under the
