@@ -194,18 +194,24 @@ def create_summaries(session: Any, cluster: str) -> list[str]:
     return list(SUMMARIES)
 
 
-def create_fleet_views(spark: Any, views: list[str], clusters: Mapping[str, Mapping[str, str]]) -> list[str]:
+def create_fleet_views(spark: Any, views: list[str], clusters: Mapping[str, Mapping[str, str]],
+                       summaries_too: bool = True) -> list[str]:
     """`default.fleet_<view>` for each of `views` (tables before the summaries that read them), as `kraftlake sql
     --fleet` has them (`kraftlake.analytics.fleet`): a table's is every cluster's `<cluster>_published.<table>`
     (which must exist) with its name (`cluster`) and labels (`labels`, a map) in front; a summary's is its one SQL
     in the fleet's scope over those, so a question is one plan whatever the number of clusters; and
-    `default.fleet_clusters`. Returns the fleet views' names."""
+    `default.fleet_clusters`. Returns the fleet views' names. Without `summaries_too` the summaries are left as
+    they are: their SQL names the fleet's table views, not the clusters, so a cluster added or removed changes
+    only the unions and `fleet_clusters` (each summary's DDL analyzes its windows over every cluster's views:
+    most of a round's time, and it grew with the fleet)."""
     rows = ", ".join(f"({sql_literal(name)}, {_labels_sql(labels)})" for name, labels in sorted(clusters.items()))
     spark.sql(f"CREATE OR REPLACE VIEW default.{CLUSTERS} AS SELECT * FROM VALUES {rows} AS t(cluster, labels)")
     fleet = Scope(f"default.{FLEET_PREFIX}", FLEET.key)
     scoped = summaries(fleet)
     created = [CLUSTERS]
     for view in views:
+        if view in scoped and not summaries_too:
+            continue
         if view in scoped:
             sql = labelled_sql(scoped[view].sql, f"default.{CLUSTERS}")
         else:
@@ -255,7 +261,8 @@ class PublishedViews:
             self._try(f"cluster {name}'s views", partial(self._refresh, name, clusters[name][0]))
         shown = {name: dict(labels) for name, (_, labels) in clusters.items() if name in self.pinned}
         if shown and shown != self.unioned and (settled or budget_s is None):
-            union = partial(create_fleet_views, self.session, self.views, shown)
+            # the summaries once a run (this kraftlake's SQL), then only what names the clusters
+            union = partial(create_fleet_views, self.session, self.views, shown, self.unioned is None)
             if self._try(f"the fleet views ({', '.join(sorted(shown))})", union):
                 self.unioned = shown
 

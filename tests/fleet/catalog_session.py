@@ -5,7 +5,8 @@ a reader of the catalog must be a session of its own, not the one that made the 
     python -m tests.fleet.catalog_session query FLEET_TOML DERBY_HOME SQL
 
 `publish` is the job's side: every cluster's tables registered and its views made current (`PublishedViews`), one
-JSON line of what each cluster's views show and the fleet views in the catalog; with `--resume`, the cluster's
+JSON line of what each cluster's views show and the fleet views in the catalog (with `--added CLUSTER`, a line
+before that cluster joins the fleet views and one after); with `--resume`, the cluster's
 log is then ingested to its end (a new image) and the upkeep runs again, throttled (nothing refreshed), then due
 (refreshed), a line each.
 `query` is a plain session: Delta's jars and extension, the fleet's metastore settings (`catalog_conf`) and, for
@@ -34,7 +35,7 @@ QUIET = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spar
 BUDGET_S = 600.0
 
 
-def publish(fleet_file: Path, derby_home: Path, resume: str | None) -> None:
+def publish(fleet_file: Path, derby_home: Path, resume: str | None, added: str | None = None) -> None:
     fleet = load_fleet(fleet_file)
     assert fleet.settings.warehouse_root is not None
     conf = {**catalog_conf(fleet.settings.catalog, derby_home), **QUIET}
@@ -45,6 +46,9 @@ def publish(fleet_file: Path, derby_home: Path, resume: str | None) -> None:
     for name, reader in readers.items():
         register_cluster(spark, name, reader.warehouse)
     views = PublishedViews(spark, fleet.settings.catalog_refresh_seconds)
+    if added is not None:  # the fleet views first without it, then it joins them
+        views.keep_current({name: cluster for name, cluster in clusters.items() if name != added})
+        _report(spark, "before", views)
     views.keep_current(clusters)
     _report(spark, "published", views)
     if resume is None:
@@ -91,6 +95,7 @@ def main(argv: list[str]) -> None:
     steps = parser.add_subparsers(dest="step", required=True)
     one = steps.add_parser("publish")
     one.add_argument("--resume")
+    one.add_argument("--added")
     other = steps.add_parser("query")
     for step in (one, other):
         step.add_argument("fleet", type=Path)
@@ -98,7 +103,7 @@ def main(argv: list[str]) -> None:
     other.add_argument("sql")
     args = parser.parse_args(argv)
     if args.step == "publish":
-        publish(args.fleet, args.derby_home, args.resume)
+        publish(args.fleet, args.derby_home, args.resume, args.added)
     else:
         query(args.fleet, args.derby_home, args.sql)
 

@@ -20,6 +20,7 @@ import pytest
 
 from kraftlake.analytics.fleet import CLUSTERS, PREFIX
 from kraftlake.analytics.summaries import SUMMARIES
+from kraftlake.lake.ingest import ingest
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import BATCHES, Warehouse
 
@@ -101,7 +102,8 @@ def answers(fleet: CatalogFleet) -> tuple[list[tuple[str, str]], list[tuple[str,
     sql = " UNION ALL ".join(f"SELECT '{view}' AS view, to_json(struct(*)) AS row FROM {view}" for view in ASKED)
     environment = {**os.environ, "PYTHONPATH": str(REPO)}
     commands = [[sys.executable, "-m", "tests.fleet.catalog_session", "query", str(fleet.file), str(fleet.derby), sql],
-                [sys.executable, "-m", "kraftlake.cli.main", "sql", "--fleet", str(fleet.file), "--json", sql]]
+                [sys.executable, "-m", "kraftlake.cli.main", "sql", "--fleet", str(fleet.file), "--json", "--engine",
+                 "spark", sql]]  # to_json(struct(*)) is Spark's (DataFusion's answers: tests/analytics/test_engines)
     processes = [subprocess.Popen(command, cwd=fleet.derby.parent, env=environment, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for command in commands]
     rows = []
@@ -154,3 +156,19 @@ def test_a_new_image_is_shown_once_due(
     assert done["throttled"]["alpha"] == {"pinned": before, "images_view": before, "fleet_images": before}
     assert done["refreshed"]["alpha"] == {"pinned": after, "images_view": after, "fleet_images": after}
     assert done["refreshed"]["beta"] == done["published"]["beta"] == fleet.published["beta"]
+
+
+def test_a_cluster_added_joins_the_fleet_views(fleet: CatalogFleet) -> None:
+    """gamma (beta's log in a warehouse of its own) joins a running upkeep: the unions and `fleet_clusters` are
+    re-created, the summaries are not (their SQL names the unions), and a plain session's summaries show it."""
+    ingest(fleet.samples["beta"], Warehouse(fleet.root / "gamma"))
+    file = fleet.file.with_name("fleet-gamma.toml")
+    file.write_text(fleet.file.read_text() + f'\n[clusters.gamma]\nmetadata_dir = "{fleet.root / "gamma-log"}"\n')
+    done = steps(catalog_session(fleet, "publish", "--added", "gamma", str(file), str(fleet.derby)))
+    assert "gamma" not in done["before"]
+    last = fleet.reader("gamma").last_published()
+    assert done["published"]["gamma"] == {"pinned": last, "images_view": last, "fleet_images": last}
+    sql = "SELECT cluster, count(*) AS epochs FROM fleet_raft_epochs GROUP BY cluster"
+    epochs = {row["cluster"]: row["epochs"] for row in map(json.loads, catalog_session(
+        fleet, "query", str(file), str(fleet.derby), sql).stdout.splitlines())}
+    assert set(epochs) == {"alpha", "beta", "gamma"} and epochs["gamma"] == epochs["beta"] > 0
