@@ -1,7 +1,7 @@
 """Which changes of a warehouse match an alerts file's rules, between two published images. The changes are the
 reader's (`WarehouseReader.changes` and `change_lines`: each row version compared with its key's version before,
 secrets already redacted in the tables); the Raft epochs are its `batches`; a partition's ISR against its
-min.insync.replicas is the explorer's one rule (`image_view`)."""
+min.insync.replicas is the one rule the explorer and the metrics use too (`kraftlake.analytics.health`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kraftlake.alerts.rules import CONTROLLER, AlertsFile, Rule
-from kraftlake.explorer.service import image_view
+from kraftlake.analytics.health import partition_flags
 from kraftlake.lake.history import iso_time
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.scan import Where
@@ -150,15 +150,16 @@ def _under_min_isr(reader: WarehouseReader, rules: list[Rule], lines: list[dict[
     """Partitions under min ISR at the image `through` answers, since the last ISR change in the window that
     left them there (else since they were first seen under); each rule is sent once when one stays under for
     longer than its for_seconds (measured in the log's append times); forgotten when it recovers."""
-    view = image_view(reader.image_at(through))
-    partitions = view.tables["partitions"]
+    image = reader.image_at(through)
+    partitions = image.tables["partitions"]
     topic_names = dict(zip(partitions["topic_id"].to_pylist(), partitions["topic_name"].to_pylist(), strict=True))
     names = [f"{t}-{p}" for t, p in zip(partitions["topic_name"].to_pylist(), partitions["partition_id"].to_pylist(),
                                         strict=True)]
-    now = view.provenance.log_time_ms
+    now = image.provenance.log_time_ms
     changed = {f"{topic_names.get(line['key']['topic_id'])}-{line['key']['partition_id']}": line["offset"]
                for line in lines if line["table"] == "partitions" and "isr" in line["after"]}
-    flagged = {name for name, flag in zip(names, view.flags["under_min_isr"].to_pylist(), strict=True) if flag}
+    under_now = partition_flags(partitions, image.tables["configs"])["under_min_isr"].to_pylist()
+    flagged = {name for name, flag in zip(names, under_now, strict=True) if flag}
     fresh = {name: changed.get(name, through) for name in flagged if name not in under.since}
     times = reader.offset_times(sorted(set(fresh.values())))
     state = {name: under.since.get(name) or (fresh[name], times.get(fresh[name], now), ()) for name in sorted(flagged)}

@@ -27,9 +27,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kraftlake.analytics.health import MIN_ISR, partition_flags
 from kraftlake.explorer.errors import BadRequest, NotFound
 from kraftlake.explorer.moments import offset_of
-from kraftlake.explorer.timeline import MIN_ISR, Timeline, build_timeline
+from kraftlake.explorer.timeline import Timeline, build_timeline
 from kraftlake.explorer.words import api_fields, natural_key
 from kraftlake.image_schema.json_text import row_lines
 from kraftlake.image_schema.tables import TABLES
@@ -225,26 +226,6 @@ def compact(partitions: pa.Table) -> pa.Table:
     return pa.table(columns, names=table.column_names)
 
 
-def partition_flags(partitions: pa.Table, configs: pa.Table) -> pa.Table:
-    """Per partition row: under_replicated, under_min_isr, offline (min.insync.replicas: the topic's, else the
-    cluster default, else 1, as the summaries count it)."""
-    isr = pc.fill_null(pc.list_value_length(partitions["isr"]), 0).to_numpy(zero_copy_only=False)
-    replicas = pc.fill_null(pc.list_value_length(partitions["replicas"]), 0).to_numpy(zero_copy_only=False)
-    leader = pc.fill_null(partitions["leader"], -1).to_numpy(zero_copy_only=False)
-    levels = {(r["resource_type"], r["resource_name"]): r["value"] for r in
-              configs.filter(pc.equal(configs["name"], MIN_ISR)).to_pylist()}
-    cluster = _positive(levels.get(("broker", "")), 1)
-    topic_levels = {name: _positive(value, cluster) for (kind, name), value in levels.items() if kind == "topic"}
-    names = partitions["topic_name"]
-    if topic_levels:
-        unique = pc.unique(names)
-        per_name = pa.array([topic_levels.get(n, cluster) for n in unique.to_pylist()], pa.int64())
-        minimum = per_name.take(pc.index_in(names, unique)).to_numpy(zero_copy_only=False)
-    else:
-        minimum = np.full(partitions.num_rows, cluster)
-    return pa.table({"under_replicated": isr < replicas, "under_min_isr": isr < minimum, "offline": leader < 0})
-
-
 def image_view(image: WarehouseImage) -> ImageView:
     """Per-partition flags and per-topic counts at this image."""
     partitions = image.tables["partitions"]
@@ -312,14 +293,6 @@ def moved_view(view: ImageView, moves: Mapping[str, pa.Table], provenance: Prove
     later = ("partitions", count, view.tables.nbytes() - sum(view.tables[name].nbytes for name in others), replaced)
     return ImageView(provenance, Tables(tables, later, list(view.tables)), topics, pa.table(flags), view.topic_ids,
                      view.by_topic, view.topic_starts, view.partition_ids)
-
-
-def _positive(text: str | None, default: int) -> int:
-    try:
-        value = int(text) if text is not None else -1
-    except ValueError:
-        return default
-    return value if value > 0 else default
 
 
 def _paged(table: pa.Table, page: int, size: int) -> pa.Table:

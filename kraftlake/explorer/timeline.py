@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kraftlake.analytics.health import MIN_ISR
 from kraftlake.explorer import words
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.reader import WarehouseReader
@@ -29,7 +30,6 @@ from kraftlake.lake.scan import Where
 from kraftlake.lake.warehouse import BATCHES
 from kraftlake.replay.acls import StandardAcl
 
-MIN_ISR = "min.insync.replicas"
 # tables whose changes are events on the timeline, with how users name a row (the `history` key form)
 EVENT_TABLES = ("topics", "configs", "client_quotas", "acls", "scram_credentials", "delegation_tokens", "features",
                 "controllers", "voters", "kraft_version")

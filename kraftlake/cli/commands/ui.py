@@ -55,7 +55,7 @@ def run_ui(args: argparse.Namespace) -> int:
     latency = request_histogram()
     try:
         # bound before the URL is announced: an address in use is the only line
-        with metrics_served(args.metrics_address, [latency, HealthCollector(clusters)]) as metrics:
+        with metrics_served(args.metrics_address, [latency, HealthCollector(clusters, (ExplorerError,))]) as metrics:
             timing = [] if metrics is None else [Middleware(RequestLatency, histogram=latency)]
             notes = [] if metrics is None else [f"kraftlake ui: metrics at {metrics.url}"]
             serve(clusters, options, stop, announce=lambda line: print(line, flush=True), middleware=timing,
