@@ -130,7 +130,7 @@ class WarehouseReader:
         gaps (TimeTravelError: no image yet)."""
         first_row, last_row = self.published_range()
         first = self._first_publish(first_row)
-        last = max(last_row, self._last_batch_offset())
+        last = max(last_row, self._answered_after(last_row))
         return Known(first, last, last_row, self.gaps(), self._provenance(first).log_time_ms,
                      self._provenance(last).log_time_ms)
 
@@ -191,6 +191,23 @@ class WarehouseReader:
         rows = self.scan(GAPS).sort_by("first_offset").to_pylist()
         return [Gap(r["first_offset"], r["last_offset"], r["snapshot_end_offset"], r["snapshot_epoch"],
                     r["noticed_at_ms"]) for r in rows]
+
+    def _answered_after(self, last_image: int) -> int:
+        """The last offset read that the image `last_image` (or an earlier one) answers (-1: none after it). The
+        sink commits a micro-batch's `batches` rows before its `images` rows, so for a moment the batches hold
+        one whose image is not published yet: the range stops before that image's offset (asked then, it was
+        refused as past the last published image)."""
+        if self._last_batch_offset() <= last_image:  # the files' statistics: the usual case, no rows read
+            return -1
+        rows = self.scan(BATCHES, [Where("last_offset", ">", last_image)],
+                         ["base_offset", "last_offset", "published_offsets"]).sort_by("base_offset").to_pylist()
+        last = -1
+        for row in rows:
+            later = [offset for offset in row["published_offsets"] or () if offset > last_image]
+            if later:
+                return max(last, min(later) - 1)
+            last = row["last_offset"]
+        return last
 
     def _last_batch_offset(self) -> int:
         with OPEN_TABLES.latest(self.warehouse, BATCHES) as table:
