@@ -26,15 +26,14 @@
     user = "kraftlake"
     password_file = "/etc/kraftlake/metastore.password"
 
-A cluster given twice is refused naming it (TOML's own error names only a line). A name is `[a-z][a-z0-9_]*`: it is a Hive
-schema name (Hive refuses `-`), a folder and an SQL identifier without quoting; a name ending in `_published`
-is refused (`<cluster>_published` is the schema of a cluster's views, `kraftlake.fleet.catalog`). Kafka's keys go under
-`properties` verbatim; an unquoted `security.protocol = …` is a dotted key that TOML nests, so nested tables are
-flattened back. Merge order: `[defaults.properties]`, the `security_file`, the cluster's `properties`. The
-topic is `kraftlake-metadata-<name>` unless given; with a top-level `topic` every cluster's batches go to that
-one shared topic instead, keyed by cluster (`kraftlake.records.topic.cluster_key`), and a cluster's own `topic`
-is refused. A bad file raises `SettingsError` naming the file and the
-dotted key (`clusters.prod_eu.bootstrap_controllers`).
+A cluster given twice is refused naming it (TOML's own error names only a line). A name is `[a-z][a-z0-9_]*`: it is
+a Hive schema name (Hive refuses `-`), a folder and an SQL identifier without quoting; a name ending in `_published`
+is refused (`<cluster>_published` is the schema of a cluster's views, `kraftlake.fleet.catalog`). Kafka's keys go
+under `properties` verbatim; an unquoted `security.protocol = …` is a dotted key that TOML nests, so nested tables
+are flattened back. Merge order: `[defaults.properties]`, the `security_file`, the cluster's `properties`. The topic
+is `kraftlake-metadata-<name>` unless given; with a top-level `topic` every cluster's batches go to that one shared
+topic instead, keyed by cluster (`kraftlake.records.topic.cluster_key`), and a cluster's own `topic` is refused. A
+bad file raises `SettingsError` naming the file and the dotted key (`clusters.prod_eu.bootstrap_controllers`).
 """
 
 from __future__ import annotations
