@@ -122,17 +122,31 @@ def _scanned(session: Any, parts: Sequence[ClusterPart], view: str) -> str:
         register(session, {f"__{view}": empty_view(view)}, {})
         return f"SELECT * FROM __{view}"
     with ThreadPoolExecutor(max_workers=TABLE_OPENERS) as openers:  # each open reads a Delta log
-        tables = list(openers.map(lambda part: part.warehouse.table(view), parts))
+        tables = list(openers.map(lambda part: _source(part, view), parts))
     columns = ", ".join(f"`{column}`" for column in all_tables()[view].names)
     branches = []
     for index, (part, table) in enumerate(zip(parts, tables, strict=True)):
-        session.register_table(f"__{view}_{index}", table)
+        if isinstance(table, pa.Table):
+            register(session, {f"__{view}_{index}": table}, {})
+        else:
+            session.register_table(f"__{view}_{index}", table)
         pairs = sorted(part.labels.items())
         labels = (f"map(make_array({', '.join(sql_literal(key) for key, _ in pairs)}), "
                   f"make_array({', '.join(sql_literal(value) for _, value in pairs)}))")
         branches.append(f"SELECT {sql_literal(part.name)} AS cluster, arrow_cast({labels}, '{_LABELS}') AS labels, "
                         f"{columns} FROM __{view}_{index} WHERE {selection_sql(part.published[view])}")
     return " UNION ALL ".join(branches)
+
+
+def _source(part: ClusterPart, view: str) -> Any:
+    """What DataFusion reads a cluster's `view` from: on local disk the Delta table itself (scanned by DataFusion);
+    on an object store the rows the reader selects, read here, because a delta-rs table registered in a DataFusion
+    session finds no object store there for its `s3://` URI ("No suitable object store found")."""
+    from kraftlake.lake.scan import scan
+
+    if part.warehouse.is_local:
+        return part.warehouse.table(view)
+    return scan(part.warehouse, view, part.published[view])
 
 
 def run(session: Any, sql: str) -> pa.Table:
