@@ -182,7 +182,10 @@ class FleetWriter:
         print(f"materialize: cluster {name}: {line} (its warehouse keeps the last good image; the other clusters "
               "go on)", file=sys.stderr, flush=True)
 
-    def flush(self) -> None:
+    def flush(self, register: bool = True) -> None:
+        """Every writer's pending image published; then, unless told not to (a stop, which must be quick: a
+        service manager kills a job that outlives its grace period), every cluster not yet in the catalog
+        registered, with no time budget (the end of an `--available-now` run)."""
         for name, writer in self.writers.values():
             if name not in self.failures:
                 try:
@@ -190,7 +193,8 @@ class FleetWriter:
                 except Exception as error:
                     self.failures[name] = writer.failure or concise_failure(str(error))
                     print(f"materialize: cluster {name}: {self.failures[name]}", file=sys.stderr, flush=True)
-        self.register_new()
+        if register:
+            self.register_new()
 
     def register_new(self, budget_s: float | None = None) -> int:
         """Register in the catalog each cluster whose warehouse now exists; returns how many such clusters are
@@ -312,8 +316,8 @@ def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any,
             while not restart and not query.awaitTermination(RELOAD_S):
                 if stop is not None and stop.is_set():
                     query.stop()
-                    writer.flush()
-                    return writer.failures  # the catalog's views stay as the last round left them: a stop is quick
+                    writer.flush(register=False)
+                    return writer.failures  # the catalog stays as the last round left it: a stop is quick
                 waiting = not set(fleet.clusters) <= writer.clusters()  # a topic that was not there yet
                 if file_stamp(fleet_path) != stamp or waiting:
                     stamp = file_stamp(fleet_path)

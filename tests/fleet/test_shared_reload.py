@@ -1,7 +1,7 @@
 """The fleet job's driver side on the shared topic, without Spark or Kafka (nothing is read or written here): a
 cluster added to the fleet file gets its writer without a query restart, a changed shared topic is refused in
 one line until a restart, a cluster's messages on another partition than its own stop that cluster alone, and a
-key that names no cluster is reported once."""
+key that names no cluster is reported once; a stop registers nothing."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import pytest
 
 from kraftlake.jobs.fleet import FleetWriter, _reload
 from kraftlake.lake.topic_replay import TopicMessage
+from kraftlake.lake.warehouse import Warehouse
 from kraftlake.records.topic import cluster_partition
 from kraftlake.settings.flags import MaterializeConfig
-from kraftlake.settings.fleet import load_fleet
+from kraftlake.settings.fleet import cluster_location, load_fleet
 
 
 def write(path: Path, topic: str, *clusters: str) -> None:
@@ -64,3 +65,16 @@ def test_messages_on_another_partition_stop_their_cluster_and_an_unnamed_key_is_
         f"materialize: cluster alpha: its messages are on partition {(own + 1) % 3} of the shared topic, not on its "
         f"own partition {own}: the topic's partition count changed, and a cluster's order holds only within one "
         "partition (its warehouse keeps the last good image; the other clusters go on)"]
+
+
+def test_a_stop_registers_nothing_the_end_of_a_run_would(
+    running: tuple[Path, MaterializeConfig, FleetWriter], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stop (SIGTERM) publishes what is pending and leaves the catalog as the last round left it: registering
+    every waiting cluster (45 tables each) outlived a service manager's grace period at 50 clusters (exit -9)."""
+    _, base, writer = running
+    Warehouse(cluster_location(base.warehouse, "alpha")).create()
+    writer.flush(register=False)
+    assert writer.registered == set() and "register" not in capsys.readouterr().err  # not even tried
+    writer.flush()  # the end of a run tries (here, with no Spark session, that is one line and a later try)
+    assert "cannot register cluster alpha" in capsys.readouterr().err
