@@ -34,7 +34,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from kraftlake.jobs import kafka_topic
 from kraftlake.jobs.kafka_topic import KafkaTopicError
 from kraftlake.jobs.materialize import (
     REBUILD_TIMEOUT_S,
+    JobObserver,
     MaterializeError,
     MicroBatchWriter,
     check_topic_identity,
@@ -98,12 +99,15 @@ class SharedTopicReads:
 class FleetWriter:
     """The foreachBatch function of the fleet's query: a micro-batch split by topic (or, on the shared topic, by
     the key's cluster), each cluster's part to its own writer; a failing cluster is noted (`failures`) and left
-    out, the others go on."""
+    out, the others go on. `observe` gives each cluster's writer its observer (the CLI's log lines and metrics,
+    `cluster` label = the cluster's name), as one cluster's job has one."""
 
-    def __init__(self, spark: Any, base: MaterializeConfig, shared: bool = False) -> None:
+    def __init__(self, spark: Any, base: MaterializeConfig, shared: bool = False,
+                 observe: Callable[[str], JobObserver] | None = None) -> None:
         self.spark = spark
         self.base = base
-        self.shared = shared  # the fleet's shared topic: writers by cluster name, not by topic
+        self.shared = shared
+        self.observe = observe  # the fleet's shared topic: writers by cluster name, not by topic
         self.writers: dict[str, tuple[str, MicroBatchWriter]] = {}  # topic (shared: cluster) -> (cluster, writer)
         self.partitions: dict[str, int] = {}  # the shared topic: cluster -> its partition
         self.failures: dict[str, str] = {}  # cluster -> the one line that stopped it
@@ -115,13 +119,17 @@ class FleetWriter:
         config = cluster_config(self.base, fleet, name)
         partitions = fleet.clusters[name].shared_partitions
         if partitions is None:
-            self.writers[config.topic] = (name, MicroBatchWriter(config, self.spark))
+            writer = MicroBatchWriter(config, self.spark)
+            self.writers[config.topic] = (name, writer)
         else:
             partition = self.partitions[name] = cluster_partition(name, partitions)
-            self.writers[name] = (name, MicroBatchWriter(
+            writer = MicroBatchWriter(
                 config, self.spark, SharedTopicReads(config, self.spark, partition, name),
                 topic_source(config.bootstrap_servers, config.topic, config.cluster_id, key=name),
-                f"{config.topic} partition {partition} key {name}"))
+                f"{config.topic} partition {partition} key {name}")
+            self.writers[name] = (name, writer)
+        if self.observe is not None:
+            writer.watched_by(self.observe(name))
         self.readers[name] = WarehouseReader(Warehouse(config.warehouse, dict(config.storage_options)))
 
     def clusters(self) -> set[str]:
@@ -292,16 +300,17 @@ def start(spark: Any, base: MaterializeConfig, topics: set[str], writer: FleetWr
     return stream.queryName("kraftlake-materialize-fleet").start()
 
 
-def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any,
-              stop: threading.Event | None = None) -> dict[str, str]:
+def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any, stop: threading.Event | None = None,
+              observe: Callable[[str], JobObserver] | None = None) -> dict[str, str]:
     """Run the fleet's query until `stop` is set (with `available_now`: until every topic is drained); returns the
-    clusters that stopped, with their line. `base.warehouse` is ROOT, `base.spark_checkpoint` the query's."""
+    clusters that stopped, with their line. `base.warehouse` is ROOT, `base.spark_checkpoint` the query's;
+    `observe` as `FleetWriter`'s."""
     fleet = load_fleet(fleet_path)
     shared = fleet.settings.topic
     if shared:  # one topic, one identity: refused in one line when it was deleted and created again
         base = dataclasses.replace(base, topic=shared)
         check_topic_identity(spark, base)
-    writer = FleetWriter(spark, base, shared=bool(shared))
+    writer = FleetWriter(spark, base, shared=bool(shared), observe=observe)
     views = PublishedViews(spark, fleet.settings.catalog_refresh_seconds)
     for name in ready_clusters(spark, base, fleet, set()):
         writer.add(fleet, name)
@@ -362,7 +371,8 @@ def _reload(spark: Any, base: MaterializeConfig, path: Path, fleet: Fleet, write
     return fleet, bool(added) and not writer.shared
 
 
-def run_fleet_job(config: MaterializeConfig, spark: Any | None = None, stop: threading.Event | None = None) -> None:
+def run_fleet_job(config: MaterializeConfig, spark: Any | None = None, stop: threading.Event | None = None,
+                  observe: Callable[[str], JobObserver] | None = None) -> None:
     """`materialize --fleet`: the session with the fleet's catalog (the file's `[catalog]`, else embedded Derby
     in the checkpoint's `metastore` folder), then the query; clusters that stopped make it end with one line."""
     assert config.fleet is not None
@@ -373,7 +383,7 @@ def run_fleet_job(config: MaterializeConfig, spark: Any | None = None, stop: thr
         check_catalog(spark, fleet.settings.catalog)
     except CatalogError as error:
         raise MaterializeError(str(error)) from None
-    failures = run_fleet(config, config.fleet, spark, stop)
+    failures = run_fleet(config, config.fleet, spark, stop, observe)
     if failures:
         raise MaterializeError(f"{len(failures)} of {len(fleet.clusters)} clusters stopped ("
                                f"{', '.join(sorted(failures))}): see their lines above")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -80,11 +81,18 @@ def test_prometheus_reads_the_jobs_published_offset_and_rows(kafka_broker: Local
     assert lines[-1] == f"materialize default: stopped at offset {reader.last_published()}"
 
 
-def test_metrics_with_a_fleet_are_one_line_not_a_silent_no(tmp_path: Path) -> None:
+def test_a_fleets_metrics_address_in_use_is_one_line_before_spark_starts(tmp_path: Path) -> None:
+    """--fleet serves the job's metrics too (it was refused): the endpoint opens first, so a taken address stops
+    the job in one line naming it, before any Spark session or Kafka read."""
     fleet = tmp_path / "fleet.toml"
     fleet.write_text(f'warehouse_root = "{tmp_path / "lake"}"\n[clusters.east]\nmetadata_dir = "/nowhere"\n')
-    done = subprocess.run([*KRAFTLAKE, "materialize", "--fleet", str(fleet), "--bootstrap-servers", "127.0.0.1:9",
-                           "--metrics-address", "0"], capture_output=True, text=True, timeout=120)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([*KRAFTLAKE, "materialize", "--fleet", str(fleet), "--bootstrap-servers", "127.0.0.1:9",
+                               "--metrics-address", str(port)], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.splitlines() == [
-        "kraftlake materialize: --metrics-address: not with --fleet yet (the fleet's job serves no metrics)"]
+        f"kraftlake materialize: --metrics-address 127.0.0.1:{port}: Address already in use"]
+    assert not (tmp_path / "lake").exists()

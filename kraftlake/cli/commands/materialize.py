@@ -54,30 +54,32 @@ def last_published(config: MaterializeConfig) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraftlake.jobs.materialize import JobLog, MaterializeError, Observers
+    from kraftlake.jobs.materialize import JobLog, JobObserver, MaterializeError, Observers
     from kraftlake.jobs.materialize import run as run_job
     from kraftlake.metrics.endpoint import metrics_served
     from kraftlake.metrics.materialize import MaterializeMetrics
 
     config = config_from(args)
-    if config.fleet is not None and args.metrics_address is not None:
-        raise UserFacingError("--metrics-address: not with --fleet yet (the fleet's job serves no metrics)")
     stop = stop_on_signals()  # SIGTERM stops the query and exits 0
     metrics = MaterializeMetrics()
     try:
         with metrics_served(args.metrics_address, metrics.collectors()) as endpoint:
             if endpoint is not None:
                 say(f"materialize: metrics at {endpoint.url}")
+
+            def observe(cluster: str) -> JobObserver:
+                """A cluster's lines (behind, caught up, a gap), and its series when metrics are served."""
+                job_log = JobLog(cluster, say)
+                return job_log if endpoint is None else Observers(job_log, metrics.of(cluster))
+
             if config.fleet is not None:
                 from kraftlake.jobs.fleet import run_fleet_job
 
-                run_fleet_job(config, stop=stop)
+                run_fleet_job(config, stop=stop, observe=observe)
             else:
-                job_log = JobLog(DEFAULT_CLUSTER, say)
                 say(f"materialize {DEFAULT_CLUSTER}: {config.topic} on {config.bootstrap_servers} into "
                     f"{config.warehouse}, last published offset {last_published(config)}")
-                observer = job_log if endpoint is None else Observers(job_log, metrics.of(DEFAULT_CLUSTER))
-                run_job(config, stop=stop, observer=observer)
+                run_job(config, stop=stop, observer=observe(DEFAULT_CLUSTER))
                 say(f"materialize {DEFAULT_CLUSTER}: stopped at offset {last_published(config)}")
     except MaterializeError as error:
         if error.fenced:  # its line says which writer holds the warehouse: a rerun would stop that one
