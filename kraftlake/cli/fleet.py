@@ -43,6 +43,8 @@ def follow_fleet(args: argparse.Namespace) -> int:
         if metrics is not None:
             logging.getLogger(__name__).info("fleet: metrics at %s", metrics.url)
         supervisor.run()  # a fleet file that does not load at start: SettingsError, one line
+    for name, follower in supervisor.followers.items():
+        print(f"stopped: cluster {name}: {follower.holds()}")
     print(f"stopped: {len(supervisor.followers)} cluster followers")
     return 0
 

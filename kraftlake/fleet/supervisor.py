@@ -129,6 +129,12 @@ class ClusterFollower:
                 self.stopping.wait(backoff)
                 backoff = min(backoff * 2, self.config.max_backoff_s)
 
+    def holds(self) -> str:
+        """Where its topic stands (the fleet's stop lines, one per cluster)."""
+        if self.follower is None:
+            return f"topic {self.cluster.topic}: no follower ran"
+        return self.follower.holds()
+
     def _write_failed(self, retry_s: float) -> None:
         if self.status_file is None:
             return

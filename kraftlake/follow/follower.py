@@ -185,6 +185,10 @@ class Follower:
             session.record_position(self.published_offset + 1, self._last_epoch)
             self._recorded = self.published_offset
 
+    def holds(self) -> str:
+        """Where the topic stands, as the stop and failure lines say it (a fleet's: one per cluster)."""
+        return f"topic {self.config.publisher.topic} holds the log up to offset {self.published_offset}"
+
     def _line(self, source: Source) -> str:
         return f"{source.position.describe()}; {self.messages} messages published"
 

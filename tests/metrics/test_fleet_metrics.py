@@ -1,11 +1,14 @@
 """`kraftlake follow --fleet` scraped by a real Prometheus: one series per cluster of the fleet file, a cluster
-that follows (a real Kafka node) and one whose controllers never answer side by side."""
+that follows (a real Kafka node) and one whose controllers never answer side by side; its lines say where each
+cluster starts and, at the stop, where each one's topic stands."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
+from kraftlake.bridge.publisher import PublisherConfig, read_tail
 from kraftlake.cli.broker import LocalBroker
 from kraftlake.cli.kafka_node import free_ports
 from tests.fixtures.broker import create_topic
@@ -16,11 +19,11 @@ from tests.metrics.test_follow_metrics import metrics_address
 
 def test_one_series_per_cluster(kafka_broker: LocalBroker, prometheus: Prometheus, tmp_path: Path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
-    fleet = tmp_path / "fleet.toml"
+    fleet, topics = tmp_path / "fleet.toml", {"east": create_topic(bootstrap), "west": create_topic(bootstrap)}
     fleet.write_text(f'[clusters.east]\nbootstrap_controllers = ["{kafka_broker.node.controller_endpoint}"]\n'
-                     f'topic = "{create_topic(bootstrap)}"\n'
+                     f'topic = "{topics["east"]}"\n'
                      f'[clusters.west]\nbootstrap_controllers = ["127.0.0.1:{free_ports(1)[0]}"]\n'
-                     f'connect_timeout_seconds = 2\ntopic = "{create_topic(bootstrap)}"\n')
+                     f'connect_timeout_seconds = 2\ntopic = "{topics["west"]}"\n')
     follower = FollowProcess("", bootstrap, "")
     follower.args = [sys.executable, "-m", "kraftlake.cli.main", "follow", "--fleet", str(fleet),
                      "--bootstrap-servers", bootstrap, "--log-interval", "1", "--metrics-address", "0"]
@@ -37,3 +40,10 @@ def test_one_series_per_cluster(kafka_broker: LocalBroker, prometheus: Prometheu
     finally:
         prometheus.scrape("kraftlake-follow", [])
         assert follower.finish() == 0
+    # one line per cluster where it starts, and where each stopped: east's offset is what the topic holds
+    output = follower.output.decode()
+    assert f"[east] follow: topic {topics['east']} holds the log up to offset -1; fetching from offset 0" in output
+    stops = dict(re.findall(r"^stopped: cluster (\w+): (.*)$", output, re.MULTILINE))
+    held = read_tail(PublisherConfig(bootstrap, topics["east"])).next_offset - 1
+    assert stops == {"east": f"topic {topics['east']} holds the log up to offset {held}",
+                     "west": f"topic {topics['west']} holds the log up to offset -1"}, output[-3000:]

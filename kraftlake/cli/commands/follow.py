@@ -20,7 +20,6 @@ from kraftlake.cli.errors import UserFacingError
 from kraftlake.stopping import stop_on_signals
 
 if TYPE_CHECKING:
-    from kraftlake.follow.follower import FollowConfig
     from kraftlake.follow.observer import ObserverConfig
     from kraftlake.follow.tail import TailConfig
 
@@ -139,13 +138,9 @@ def run_follower(args: argparse.Namespace, source: ObserverConfig | TailConfig) 
                 logging.getLogger(__name__).info("follow: metrics at %s", metrics.url)
             follower.run()
     except FollowError as error:
-        raise UserFacingError(f"{error} ({_holds(config, follower)}; a rerun resumes there)") from None
+        raise UserFacingError(f"{error} ({follower.holds()}; a rerun resumes there)") from None
     except (PublishError, KafkaException) as error:
         detail = error.args[0].str() if isinstance(error, KafkaException) else str(error)
         raise UserFacingError(f"Kafka at {bootstrap}, topic {publisher.topic}: {detail}") from None
-    print(f"stopped: {_holds(config, follower)}")
+    print(f"stopped: {follower.holds()}")
     return 0
-
-
-def _holds(config: FollowConfig, follower: Any) -> str:
-    return f"topic {config.publisher.topic} holds the log up to offset {follower.published_offset}"
