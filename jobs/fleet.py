@@ -43,9 +43,11 @@ from kraftlake.jobs import kafka_topic
 from kraftlake.jobs.kafka_topic import KafkaTopicError
 from kraftlake.jobs.materialize import (
     REBUILD_TIMEOUT_S,
+    JobLog,
     JobObserver,
     MaterializeError,
     MicroBatchWriter,
+    Observers,
     check_topic_identity,
     concise_failure,
     local_spark,
@@ -103,11 +105,14 @@ class FleetWriter:
     `cluster` label = the cluster's name), as one cluster's job has one."""
 
     def __init__(self, spark: Any, base: MaterializeConfig, shared: bool = False,
-                 observe: Callable[[str], JobObserver] | None = None) -> None:
+                 observe: Callable[[str], JobObserver] | None = None,
+                 say: Callable[[str], None] | None = None) -> None:
         self.spark = spark
         self.base = base
         self.shared = shared
-        self.observe = observe  # the fleet's shared topic: writers by cluster name, not by topic
+        self.observe = observe
+        self.say = say  # given: each cluster's start and stop lines (`JobLog`)
+        self.logs: dict[str, JobLog] = {}  # the fleet's shared topic: writers by cluster name, not by topic
         self.writers: dict[str, tuple[str, MicroBatchWriter]] = {}  # topic (shared: cluster) -> (cluster, writer)
         self.partitions: dict[str, int] = {}  # the shared topic: cluster -> its partition
         self.failures: dict[str, str] = {}  # cluster -> the one line that stopped it
@@ -128,9 +133,14 @@ class FleetWriter:
                 topic_source(config.bootstrap_servers, config.topic, config.cluster_id, key=name),
                 f"{config.topic} partition {partition} key {name}")
             self.writers[name] = (name, writer)
-        if self.observe is not None:
-            writer.watched_by(self.observe(name))
         self.readers[name] = WarehouseReader(Warehouse(config.warehouse, dict(config.storage_options)))
+        observers = [] if self.observe is None else [self.observe(name)]
+        if self.say is not None:
+            job_log = self.logs[name] = JobLog(name, self.say)
+            job_log.started(f"{writer.replay.topic} on {config.bootstrap_servers}", self.readers[name].warehouse)
+            observers.append(job_log)
+        if observers:
+            writer.watched_by(Observers(*observers))
 
     def clusters(self) -> set[str]:
         return {name for name, _ in self.writers.values()}
@@ -140,6 +150,13 @@ class FleetWriter:
             del self.writers[route]
         self.readers.pop(name, None)
         self.partitions.pop(name, None)
+        if name in self.logs:
+            self.logs.pop(name).stopped()
+
+    def stopped(self) -> None:
+        """Each cluster's stop line: the last image it published, else the one it started at."""
+        for job_log in self.logs.values():
+            job_log.stopped()
 
     def published(self, fleet: Fleet) -> dict[str, tuple[WarehouseReader, dict[str, str]]]:
         """The clusters whose tables are registered, as the catalog's views take them (reader, labels); a
@@ -301,16 +318,27 @@ def start(spark: Any, base: MaterializeConfig, topics: set[str], writer: FleetWr
 
 
 def run_fleet(base: MaterializeConfig, fleet_path: Path, spark: Any, stop: threading.Event | None = None,
-              observe: Callable[[str], JobObserver] | None = None) -> dict[str, str]:
+              observe: Callable[[str], JobObserver] | None = None,
+              say: Callable[[str], None] | None = None) -> dict[str, str]:
     """Run the fleet's query until `stop` is set (with `available_now`: until every topic is drained); returns the
     clusters that stopped, with their line. `base.warehouse` is ROOT, `base.spark_checkpoint` the query's;
-    `observe` as `FleetWriter`'s."""
+    `observe` and `say` as `FleetWriter`'s."""
     fleet = load_fleet(fleet_path)
     shared = fleet.settings.topic
     if shared:  # one topic, one identity: refused in one line when it was deleted and created again
         base = dataclasses.replace(base, topic=shared)
         check_topic_identity(spark, base)
-    writer = FleetWriter(spark, base, shared=bool(shared), observe=observe)
+    writer = FleetWriter(spark, base, shared=bool(shared), observe=observe, say=say)
+    try:
+        return _run_query(spark, base, fleet_path, fleet, writer, stop)
+    finally:
+        writer.stopped()
+
+
+def _run_query(spark: Any, base: MaterializeConfig, fleet_path: Path, fleet: Fleet, writer: FleetWriter,
+               stop: threading.Event | None) -> dict[str, str]:
+    """The query, restarted when a topic joins, until `stop` or (available-now) the topics are drained."""
+    shared = writer.shared
     views = PublishedViews(spark, fleet.settings.catalog_refresh_seconds)
     for name in ready_clusters(spark, base, fleet, set()):
         writer.add(fleet, name)
@@ -372,7 +400,8 @@ def _reload(spark: Any, base: MaterializeConfig, path: Path, fleet: Fleet, write
 
 
 def run_fleet_job(config: MaterializeConfig, spark: Any | None = None, stop: threading.Event | None = None,
-                  observe: Callable[[str], JobObserver] | None = None) -> None:
+                  observe: Callable[[str], JobObserver] | None = None,
+                  say: Callable[[str], None] | None = None) -> None:
     """`materialize --fleet`: the session with the fleet's catalog (the file's `[catalog]`, else embedded Derby
     in the checkpoint's `metastore` folder), then the query; clusters that stopped make it end with one line."""
     assert config.fleet is not None
@@ -383,7 +412,7 @@ def run_fleet_job(config: MaterializeConfig, spark: Any | None = None, stop: thr
         check_catalog(spark, fleet.settings.catalog)
     except CatalogError as error:
         raise MaterializeError(str(error)) from None
-    failures = run_fleet(config, config.fleet, spark, stop, observe)
+    failures = run_fleet(config, config.fleet, spark, stop, observe, say)
     if failures:
         raise MaterializeError(f"{len(failures)} of {len(fleet.clusters)} clusters stopped ("
                                f"{', '.join(sorted(failures))}): see their lines above")

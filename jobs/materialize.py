@@ -23,6 +23,7 @@ from kraftlake.jobs import kafka_topic
 from kraftlake.jobs.kafka_topic import KafkaTopicError, collect_messages
 from kraftlake.lake.errors import LakeError, WriterFencedError
 from kraftlake.lake.pipeline import CATCH_UP_LAG_MS
+from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.source import SourceIdentity, topic_source
 from kraftlake.lake.store_errors import store_failure
 from kraftlake.lake.topic_replay import TopicFormatError, TopicMessage, TopicReads, TopicReplay
@@ -83,25 +84,44 @@ class JobObserver(Protocol):
 
 
 class JobLog:
-    """The job's own lines for one cluster: when it falls behind (an image published more than a minute after its
-    batch's commit: the pipeline's backlog rule), when it has caught up again, and a gap recorded."""
+    """The job's own lines for one cluster: where it starts (the warehouse's last published offset), when it falls
+    behind (an image published more than a minute after its batch's commit: the pipeline's backlog rule), when it
+    has caught up again, a gap recorded, and where it stopped (the last image told, else the one it started at)."""
 
     def __init__(self, cluster: str, say: Callable[[str], None]) -> None:
         self.cluster = cluster
         self.say = say
         self.behind = False
+        self.last = "none yet"
+
+    def started(self, source: str, warehouse: Warehouse) -> None:
+        self.last = held_offset(warehouse)
+        self.say(f"materialize {self.cluster}: {source} into {warehouse.uri}, last published offset {self.last}")
+
+    def stopped(self) -> None:
+        self.say(f"materialize {self.cluster}: stopped at offset {self.last}")
 
     def micro_batch(self, seconds: float, failed: bool) -> None:
         pass  # a failure is the job's last line already
 
     def published(self, image: PublishedImage, rows_written: int) -> None:
         offset, age_s = image.provenance.offset, time.time() - image.provenance.log_time_ms / 1000
+        self.last = str(offset)
         if image.gap is not None:
             self.say(f"materialize {self.cluster}: recorded a gap: {image.gap.describe()}")
         if image.provenance.log_time_ms >= 0 and (age_s * 1000 > CATCH_UP_LAG_MS) != self.behind:
             self.behind = not self.behind
             state = "behind" if self.behind else "caught up"
             self.say(f"materialize {self.cluster}: {state}: offset {offset} published {age_s:.0f} s after its commit")
+
+
+def held_offset(warehouse: Warehouse) -> str:
+    """The warehouse's last published offset as its reader states it, for a start line ("none yet": no
+    warehouse; "not readable": the job's own first step names why, in its one line)."""
+    try:
+        return str(WarehouseReader(warehouse).last_published()) if warehouse.exists() else "none yet"
+    except Exception:
+        return "not readable"
 
 
 class Observers:
@@ -292,6 +312,11 @@ def parse_args(argv: list[str] | None) -> MaterializeConfig:
     return materialize_config(args, settings, bootstrap)
 
 
+def say(line: str) -> None:
+    """A job's own line, on stderr at once."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         config = parse_args(argv)
@@ -299,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         if config.fleet is not None:
             from kraftlake.jobs.fleet import run_fleet_job
 
-            run_fleet_job(config, stop=stop)
+            run_fleet_job(config, stop=stop, say=say)
         else:
             run(config, stop=stop)
     except (SettingsError, MaterializeError, MissingJarsError) as error:

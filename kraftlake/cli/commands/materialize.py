@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
             if config.fleet is not None:
                 from kraftlake.jobs.fleet import run_fleet_job
 
-                run_fleet_job(config, stop=stop, observe=observe)
+                run_fleet_job(config, stop=stop, observe=None if endpoint is None else metrics.of, say=say)
             else:
                 say(f"materialize {DEFAULT_CLUSTER}: {config.topic} on {config.bootstrap_servers} into "
                     f"{config.warehouse}, last published offset {last_published(config)}")
