@@ -109,10 +109,10 @@ class FleetWriter:
                  say: Callable[[str], None] | None = None) -> None:
         self.spark = spark
         self.base = base
-        self.shared = shared
+        self.shared = shared  # the fleet's shared topic: writers by cluster name, not by topic
         self.observe = observe
         self.say = say  # given: each cluster's start and stop lines (`JobLog`)
-        self.logs: dict[str, JobLog] = {}  # the fleet's shared topic: writers by cluster name, not by topic
+        self.logs: dict[str, JobLog] = {}  # cluster -> its lines
         self.writers: dict[str, tuple[str, MicroBatchWriter]] = {}  # topic (shared: cluster) -> (cluster, writer)
         self.partitions: dict[str, int] = {}  # the shared topic: cluster -> its partition
         self.failures: dict[str, str] = {}  # cluster -> the one line that stopped it

@@ -5,7 +5,6 @@ entry point parses too). `--available-now` drains the topic and stops."""
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from kraftlake.cli.config import resolve_bootstrap
@@ -23,7 +22,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--metrics-address", metavar="HOST:PORT",
                         help="serve Prometheus metrics (last published offset, commit-to-published latency, "
                              "micro-batch duration, rows written, failures) at http://HOST:PORT/metrics (a port "
-                             "alone: on 127.0.0.1; default: off; not with --fleet yet)")
+                             "alone: on 127.0.0.1; default: off; with --fleet: one `cluster` label per "
+                             "cluster)")
     parser.set_defaults(handler=run)
 
 
@@ -37,25 +37,10 @@ def config_from(args: argparse.Namespace) -> MaterializeConfig:
         raise UserFacingError(str(error)) from None
 
 
-def say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
-def last_published(config: MaterializeConfig) -> str:
-    """The warehouse's last published offset as its reader states it, for the job's start and stop lines."""
-    from kraftlake.lake.reader import WarehouseReader
-    from kraftlake.lake.warehouse import Warehouse
-
-    warehouse = Warehouse(config.warehouse, dict(config.storage_options))
-    try:
-        return str(WarehouseReader(warehouse).last_published()) if warehouse.exists() else "none yet"
-    except Exception:  # not readable: the job's own first step names why, in its one line
-        return "not readable"
-
-
 def run(args: argparse.Namespace) -> int:
-    from kraftlake.jobs.materialize import JobLog, JobObserver, MaterializeError, Observers
+    from kraftlake.jobs.materialize import JobLog, MaterializeError, Observers, say
     from kraftlake.jobs.materialize import run as run_job
+    from kraftlake.lake.warehouse import Warehouse
     from kraftlake.metrics.endpoint import metrics_served
     from kraftlake.metrics.materialize import MaterializeMetrics
 
@@ -66,21 +51,17 @@ def run(args: argparse.Namespace) -> int:
         with metrics_served(args.metrics_address, metrics.collectors()) as endpoint:
             if endpoint is not None:
                 say(f"materialize: metrics at {endpoint.url}")
-
-            def observe(cluster: str) -> JobObserver:
-                """A cluster's lines (behind, caught up, a gap), and its series when metrics are served."""
-                job_log = JobLog(cluster, say)
-                return job_log if endpoint is None else Observers(job_log, metrics.of(cluster))
-
             if config.fleet is not None:
                 from kraftlake.jobs.fleet import run_fleet_job
 
                 run_fleet_job(config, stop=stop, observe=None if endpoint is None else metrics.of, say=say)
             else:
-                say(f"materialize {DEFAULT_CLUSTER}: {config.topic} on {config.bootstrap_servers} into "
-                    f"{config.warehouse}, last published offset {last_published(config)}")
-                run_job(config, stop=stop, observer=observe(DEFAULT_CLUSTER))
-                say(f"materialize {DEFAULT_CLUSTER}: stopped at offset {last_published(config)}")
+                job_log = JobLog(DEFAULT_CLUSTER, say)
+                job_log.started(f"{config.topic} on {config.bootstrap_servers}",
+                                Warehouse(config.warehouse, dict(config.storage_options)))
+                run_job(config, stop=stop,
+                        observer=job_log if endpoint is None else Observers(job_log, metrics.of(DEFAULT_CLUSTER)))
+                job_log.stopped()
     except MaterializeError as error:
         if error.fenced:  # its line says which writer holds the warehouse: a rerun would stop that one
             raise UserFacingError(str(error)) from None
