@@ -20,6 +20,7 @@ committed:
   while the high watermark is ahead, for `stall_after_s`): the connection is dropped and the next bootstrap
   endpoint asked, once per period. No request waits longer than half that period for its answer, so a
   connection that went silent (a peer gone without a FIN, a firewall that dropped its state) is left in time.
+  Once the rule no longer holds (answers with the log are back), one "following again" line says so.
 Errors that retrying cannot fix (wrong cluster id, not authorized, a listener that is not a controller's,
 a log that diverged below what was handed on) raise FollowError naming the endpoint and the offset.
 """
@@ -33,7 +34,7 @@ from typing import Any
 
 from kraftlake.follow.client import ControllerConnection, Endpoint, FollowError, Unreachable, error_name
 from kraftlake.follow.security import PLAINTEXT, Security
-from kraftlake.follow.status import offsets_behind, stall_reason
+from kraftlake.follow.status import following_again, offsets_behind, stall_reason
 from kraftlake.records import rpc
 from kraftlake.records.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, read_header
 from kraftlake.records.errors import RecordFormatError
@@ -119,6 +120,7 @@ class Observer:
         self._ever_connected = False
         self._started = time.monotonic()
         self._watched_since = time.time()  # a stall reconnects once per period: the last reconnect or the start
+        self._stalled_at: float | None = None  # when the STALLED line was logged, until following again
         self.leader_changes = 0
         self.reconnects = 0  # connections opened after the first
 
@@ -142,12 +144,18 @@ class Observer:
         return handed
 
     def _watch(self) -> None:
-        """Reconnect, to the next bootstrap endpoint, when following is STALLED (at most once a period)."""
+        """Reconnect, to the next bootstrap endpoint, when following is STALLED (at most once a period); say so
+        once it no longer is."""
         now = time.time()
         reason = stall_reason(self.position, self.config.stall_after_s, now)
+        if reason is None and self._stalled_at is not None:
+            log.info("follow: %s", following_again(now - self._stalled_at, self.position.describe()))
+            self._stalled_at = None
         if reason is None or now - self._watched_since <= self.config.stall_after_s:
             return
         self._watched_since = now
+        if self._stalled_at is None:
+            self._stalled_at = now
         log.warning("follow: STALLED: %s (%s); reconnecting", reason, self.position.describe())
         self._disconnect()
         self._leader_endpoint = None

@@ -51,6 +51,12 @@ def stall_reason(progress: Progress, stall_after_s: float, now: float) -> str | 
     return None
 
 
+def following_again(stalled_s: float, where: str) -> str:
+    """The line once a follower that was STALLED has its answers back (the one definition of the phrase: the
+    observer logs it after its STALLED line, docs/operating.md lists it)."""
+    return f"following again after {stalled_s:.0f} s STALLED: {where}"
+
+
 def offsets_behind(progress: Progress) -> int | None:
     """The lag in offsets: how far the high watermark is ahead of the next offset (None: not known yet)."""
     return max(0, progress.high_watermark - progress.next_offset) if progress.high_watermark >= 0 else None

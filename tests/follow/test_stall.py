@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.cli.kafka_node import HOST, KafkaNode, free_ports, kafka_uuid
+from kraftlake.cli.kafka_node import KafkaNode
 from kraftlake.follow.status import Status
 from tests.fixtures.broker import create_topic
 from tests.harness.followers import (
@@ -28,26 +28,16 @@ from tests.harness.followers import (
     wait_published,
 )
 from tests.harness.proxy import BlackholeProxy
+from tests.harness.proxy import proxied_node as node_behind_proxy
 
 STALL_S = 6.0  # the follower's --stall-timeout here: a silent connection is given up after half of it
 
 
 @pytest.fixture
 def proxied_node(tmp_path: Path) -> Iterator[tuple[KafkaNode, BlackholeProxy]]:
-    """A one-node cluster whose controller endpoint, in the voter set and in every Fetch response, is the
-    proxy's: the follower cannot go around it (the node's own broker talks to its controller through it too)."""
-    broker_port, controller_port = free_ports(2)
-    with BlackholeProxy(controller_port) as proxy:
-        advertised = f"PLAINTEXT://{HOST}:{broker_port},CONTROLLER://{proxy.endpoint}"
-        node = KafkaNode(tmp_path / "node", broker_port=broker_port, controller_port=controller_port,
-                         quorum=[proxy.endpoint], properties={"advertised.listeners": advertised})
-        node.format(kafka_uuid(), standalone=True)
-        node.start()
-        try:
-            yield node, proxy
-        finally:
-            proxy.resume()
-            node.stop(grace=5.0)
+    """The node behind the proxy (`tests.harness.proxy.proxied_node`)."""
+    with node_behind_proxy(tmp_path / "node") as proxied:
+        yield proxied
 
 
 def follow_status(path: Path) -> subprocess.CompletedProcess[str]:

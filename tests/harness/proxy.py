@@ -12,9 +12,11 @@ import contextlib
 import select
 import socket
 import threading
+from collections.abc import Iterator
+from pathlib import Path
 from types import TracebackType
 
-from kraftlake.cli.kafka_node import HOST, free_ports
+from kraftlake.cli.kafka_node import HOST, KafkaNode, free_ports, kafka_uuid
 
 _TICK_S = 0.1  # how often a pump looks at the switches
 
@@ -124,3 +126,21 @@ class BlackholeProxy:
             return
         finally:
             link.close()
+
+
+@contextlib.contextmanager
+def proxied_node(directory: Path) -> Iterator[tuple[KafkaNode, BlackholeProxy]]:
+    """A one-node cluster whose controller endpoint, in the voter set and in every Fetch response, is the
+    proxy's: the follower cannot go around it (the node's own broker talks to its controller through it too)."""
+    broker_port, controller_port = free_ports(2)
+    with BlackholeProxy(controller_port) as proxy:
+        advertised = f"PLAINTEXT://{HOST}:{broker_port},CONTROLLER://{proxy.endpoint}"
+        node = KafkaNode(directory, broker_port=broker_port, controller_port=controller_port,
+                         quorum=[proxy.endpoint], properties={"advertised.listeners": advertised})
+        node.format(kafka_uuid(), standalone=True)
+        node.start()
+        try:
+            yield node, proxy
+        finally:
+            proxy.resume()
+            node.stop(grace=5.0)
