@@ -146,12 +146,15 @@ class FleetWriter:
         return {name for name, _ in self.writers.values()}
 
     def remove(self, name: str) -> None:
+        """The cluster left the fleet file: no longer written; its observers are told (its stop line, its series
+        unregistered)."""
         for route in [route for route, (cluster, _) in self.writers.items() if cluster == name]:
-            del self.writers[route]
+            _, writer = self.writers.pop(route)
+            if writer.observer is not None:
+                writer.observer.left()
         self.readers.pop(name, None)
         self.partitions.pop(name, None)
-        if name in self.logs:
-            self.logs.pop(name).stopped()
+        self.logs.pop(name, None)
 
     def stopped(self) -> None:
         """Each cluster's stop line: the last image it published, else the one it started at."""
@@ -185,7 +188,7 @@ class FleetWriter:
                           f"{messages[0].kafka_offset}: a message whose key names no cluster (skipped, and any "
                           "more like it)", file=sys.stderr, flush=True)
             elif name in self.writers and partition != self.partitions[name]:
-                self.fail(name, f"its messages are on partition {partition} of the shared topic, not on its own "
+                self.refuse(name, f"its messages are on partition {partition} of the shared topic, not on its own "
                                 f"partition {self.partitions[name]}: the topic's partition count changed, and a "
                                 "cluster's order holds only within one partition")
             elif name in self.writers:
@@ -199,6 +202,14 @@ class FleetWriter:
             writer.write(messages)
         except Exception as error:  # this cluster stops; the micro-batch goes on for the others
             self.fail(name, writer.failure or concise_failure(str(error)))
+
+    def refuse(self, name: str, line: str) -> None:
+        """Stop a cluster whose part of the micro-batch is refused before its replay sees it: a failed
+        micro-batch to its observers (refused at once: 0 s), as a replay that fails is."""
+        observer = self.writers[name][1].observer
+        if name not in self.failures and observer is not None:
+            observer.micro_batch(0.0, failed=True)
+        self.fail(name, line)
 
     def fail(self, name: str, line: str) -> None:
         if name in self.failures:

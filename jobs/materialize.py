@@ -82,6 +82,8 @@ class JobObserver(Protocol):
 
     def published(self, image: PublishedImage, rows_written: int) -> None: ...
 
+    def left(self) -> None: ...  # a fleet's cluster left the fleet file: no longer written
+
 
 class JobLog:
     """The job's own lines for one cluster: where it starts (the warehouse's last published offset), when it falls
@@ -100,6 +102,9 @@ class JobLog:
 
     def stopped(self) -> None:
         self.say(f"materialize {self.cluster}: stopped at offset {self.last}")
+
+    def left(self) -> None:
+        self.stopped()
 
     def micro_batch(self, seconds: float, failed: bool) -> None:
         pass  # a failure is the job's last line already
@@ -137,6 +142,10 @@ class Observers:
     def published(self, image: PublishedImage, rows_written: int) -> None:
         for observer in self.observers:
             observer.published(image, rows_written)
+
+    def left(self) -> None:
+        for observer in self.observers:
+            observer.left()
 
 
 class MicroBatchWriter:

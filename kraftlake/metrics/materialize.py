@@ -38,7 +38,10 @@ class MaterializeMetrics:
                                 "Micro-batches that failed (the job stops with one line).", labels, registry=None)
 
     def collectors(self) -> list[Collector]:
-        return [self.last_published, self.last_published_time, self.latency, self.duration, self.rows, self.failures]
+        return list(self.families())
+
+    def families(self) -> tuple[Gauge | Histogram | Counter, ...]:
+        return self.last_published, self.last_published_time, self.latency, self.duration, self.rows, self.failures
 
     def of(self, cluster: str) -> ClusterMetrics:
         return ClusterMetrics(self, cluster)
@@ -65,3 +68,8 @@ class ClusterMetrics:
             self.metrics.last_published_time.labels(self.cluster).set(provenance.log_time_ms / 1000)
             self.metrics.latency.labels(self.cluster).observe(max(0.0, time.time() - provenance.log_time_ms / 1000))
         self.metrics.rows.labels(self.cluster).inc(rows_written)
+
+    def left(self) -> None:
+        """The cluster left the fleet: its series go (a scrape no longer shows a cluster that is not written)."""
+        for family in self.metrics.families():
+            family.remove(self.cluster)
