@@ -15,7 +15,7 @@ SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "kafka-samples"
 # Fixtures that start a JVM (Kafka, Spark) or a server process: a test using one is marked `jvm`, and
 # `make check` (`-m "not jvm"`) leaves it to `make test`.
 JVM_FIXTURES = {"kafka_broker", "spark", "spark_cluster", "kafka_cluster", "kafka_cluster_factory", "operator_scenario",
-                "s3_store", "chromium", "prometheus", "alertmanager"}
+                "s3_store", "chromium", "browser", "prometheus", "alertmanager"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

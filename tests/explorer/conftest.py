@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -22,10 +21,10 @@ from kraftlake.explorer.service import Explorer
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
 from tests.explorer import scenario
+from tests.fixtures.browser import artifact_screenshot
 
 KRAFTLAKE = [sys.executable, "-m", "kraftlake.cli.main"]
 REPO = Path(__file__).resolve().parents[2]
-ARTIFACTS = REPO / "build" / "test-artifacts" / "explorer"
 SAMPLE = "rjmfernandes_flink-on-prem/data"  # 63 topics, 150 partitions, two snapshots, a broker going away
 URL_LINE = re.compile(r"kraftlake ui: (http://\S+)")
 START_TIMEOUT_S = 60
@@ -103,36 +102,7 @@ def running_ui() -> Iterator[Callable[..., RunningUi]]:
         stop_ui(ui)
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Debian's Chromium under Playwright; one line when it is missing. Per module: Playwright's sync API keeps
-    an event loop running in this thread until it stops, and later tests call `asyncio.run`."""
-    from playwright.sync_api import sync_playwright
-
-    binary = shutil.which("chromium") or "/usr/bin/chromium"
-    assert Path(binary).exists(), "chromium is missing: `make install` installs it (apt-get install chromium)"
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=binary, args=["--no-sandbox"])
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    """A fresh page (own cookies), with every console error and page error collected on `page.errors`."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    opened = context.new_page()
-    opened.errors = []
-    opened.on("console", lambda message: opened.errors.append(message.text) if message.type == "error" else None)
-    opened.on("pageerror", lambda error: opened.errors.append(str(error)))
-    yield opened
-    context.close()
-
-
 def screenshot(page: Any, name: str, full_page: bool = True) -> Path:
-    """A screenshot kept as a test artifact (build/test-artifacts/explorer/); the README's two images are
+    """A screenshot kept in build/test-artifacts/explorer/; the README's two images are
     `demo-timeline-view.png` and `sample-cluster-view.png` from here."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=full_page)
-    return path
+    return artifact_screenshot(page, "explorer", name, full_page)

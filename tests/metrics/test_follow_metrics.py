@@ -1,13 +1,17 @@
 """A real `kraftlake follow` of a real Kafka node, scraped by a real Prometheus: its series read back through
-Prometheus' HTTP API agree with what the metadata topic holds."""
+Prometheus' HTTP API agree with what the metadata topic holds, and its own graph page draws them (the screenshot
+in docs/operating.md is this test's `build/test-artifacts/metrics/prometheus-graph.png`)."""
 
 from __future__ import annotations
 
 import re
+import urllib.parse
+from typing import Any
 
 from kraftlake.bridge.publisher import PublisherConfig, read_tail
 from kraftlake.cli.broker import LocalBroker
 from tests.fixtures.broker import create_topic
+from tests.fixtures.browser import artifact_screenshot
 from tests.fixtures.prometheus import Prometheus
 from tests.harness.followers import FollowProcess
 
@@ -21,8 +25,8 @@ def metrics_address(process: FollowProcess) -> str:
     return found.group(1).decode()
 
 
-def test_prometheus_reads_the_followers_position_lag_and_counts(kafka_broker: LocalBroker,
-                                                               prometheus: Prometheus) -> None:
+def test_prometheus_reads_the_followers_position_lag_and_counts(kafka_broker: LocalBroker, prometheus: Prometheus,
+                                                               page: Any) -> None:
     bootstrap, topic = kafka_broker.bootstrap_servers, create_topic(kafka_broker.bootstrap_servers)
     follower = FollowProcess(kafka_broker.node.controller_endpoint, bootstrap, topic, "--log-interval", "1",
                              "--metrics-address", "0").start()
@@ -46,6 +50,19 @@ def test_prometheus_reads_the_followers_position_lag_and_counts(kafka_broker: Lo
         assert prometheus.query(f"kraftlake_follow_gaps_total{job}") == {"default": 0}
         # the quorum's NoOps keep coming: the position moves on in Prometheus too
         prometheus.wait_for(f"kraftlake_follow_last_copied_offset{job}", lambda s: s.get("default", -1) > copied)
+        graph_page_draws(page, prometheus, f"kraftlake_follow_last_copied_offset{job}")
     finally:
         prometheus.scrape("kraftlake-follow", [])
         assert follower.finish() == 0
+
+
+def graph_page_draws(page: Any, prometheus: Prometheus, expr: str) -> None:
+    """Prometheus' own graph page (Debian's package serves the classic one), in a real browser, draws `expr`'s
+    series, its labels in the legend."""
+    query = urllib.parse.urlencode({"g0.expr": expr, "g0.tab": "0", "g0.range_input": "15s"})
+    page.goto(f"{prometheus.url}/graph?{query}")
+    label = page.locator(".rickshaw_legend .label").filter(has_text='cluster="default"')
+    label.wait_for(timeout=60_000)
+    assert label.inner_text().startswith("kraftlake_follow_last_copied_offset{")
+    artifact_screenshot(page, "metrics", "prometheus-graph", full_page=False)
+    # page.errors not checked: Debian's classic page logs one of its own ("Unexpected token 'export'")
