@@ -27,7 +27,7 @@ SAMPLE = "rjmfernandes_flink-on-prem/data"
 SNAPSHOT_ONLY = "kckoh_xflow/kafka-data"
 # Dense where the log is dense with change (the bootstrap, both snapshots' ends), a spread elsewhere.
 OFFSETS = sorted({*range(0, 40), *range(7745, 7760), *range(14920, 14932), *range(0, 17027, 331), 17026})
-MICRO_BATCH = 1500  # 16,340 messages: 11 micro-batches
+MICRO_BATCH = 3500  # 16,340 messages: 5 micro-batches (two before the worker is lost, three after)
 JOB_TIMEOUT_S = 600
 
 
@@ -111,7 +111,7 @@ def test_the_job_on_a_cluster_survives_losing_its_worker(
         if job.poll() is None:
             job.kill()
             job.wait()
-    assert done_at_kill < _commits(checkpoint) == 11
+    assert done_at_kill < _commits(checkpoint) == 5
     applications = spark_cluster.state()["completedapps"]
     assert any(app["name"] == "kraftlake-materialize" for app in applications), applications
 
