@@ -18,6 +18,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -174,12 +175,12 @@ def followed(fleet: Fleet) -> Fleet:
         wait_topic(fleet, "alpha", end_of_log(alpha.metadata_dir), timeout_s=120)
         beta.start()
         create_topics(beta, "views")
-        wait_topic(fleet, "beta", end_of_log(beta.metadata_dir), timeout_s=180)
-
-        # a cluster added to the file while the others run
+        # a cluster added to the file while the others run (beta's follower catching up meanwhile: the two
+        # waits overlap)
         fleet.write("alpha", "beta", "unreachable", "badcreds", "secure")
         secure_node = fleet.secure.node(fleet.secure.brokers()[0])
         create_topics(secure_node, "audit")
+        wait_topic(fleet, "beta", end_of_log(beta.metadata_dir), timeout_s=180)
         wait_topic(fleet, "secure", end_of_log(secure_node.metadata_dir), timeout_s=180)
 
         # a cluster removed from the file stops and its status goes; a file that no longer loads changes nothing
@@ -319,9 +320,21 @@ def test_the_fleet_views_answer_the_five_questions(
                for name in ("alpha", "beta", "secure")}
     query = " UNION ALL ".join(f"SELECT '{name}' AS question, to_json(struct(*)) AS answer FROM ({sql})"
                                for name, sql in {**QUESTIONS, **catalog}.items())
-    # one Spark run for every question (the catalog's tables are the metastore's: Spark's)
-    done = kraftlake("sql", "--fleet", str(fleet.file), "--json", "--engine", "spark", query, timeout=900,
-                     env=fleet.store_env)
+    # one Spark run for every question (the catalog's tables are the metastore's: Spark's); beside it, each
+    # question as users ask it through the default engine (DataFusion, no JVM), and the persistent views the job
+    # keeps in the metastore from a plain Spark session: independent processes, started together, then awaited
+    plain_session = [sys.executable, "-m", "tests.fleet.catalog_session", "query", str(fleet.file),
+                     str(fleet.root / "no-derby"), query]
+    with ThreadPoolExecutor(max_workers=len(QUESTIONS) + 2) as pool:
+        asking = {name: pool.submit(kraftlake, "sql", "--fleet", str(fleet.file), "--json", sql, timeout=600,
+                                    env=fleet.store_env) for name, sql in QUESTIONS.items()}
+        plain_run = pool.submit(subprocess.run, plain_session, cwd=REPO,
+                                env={**os.environ, "PYTHONPATH": str(REPO), **fleet.store_env},
+                                capture_output=True, text=True, timeout=900)
+        done = kraftlake("sql", "--fleet", str(fleet.file), "--json", "--engine", "spark", query, timeout=900,
+                         env=fleet.store_env)
+        asked = {name: future.result() for name, future in asking.items()}
+        plain = plain_run.result()
     assert done.returncode == 0, done.stderr[-3000:]
     answers: dict[str, list[dict[str, object]]] = {name: [] for name in [*QUESTIONS, *catalog]}
     for line in done.stdout.splitlines():
@@ -331,18 +344,13 @@ def test_the_fleet_views_answer_the_five_questions(
     assert "cluster garbage left out" in done.stderr and "cluster badcreds left out" in done.stderr
     assert_the_five_answers(answers)
     assert all(int(str(answers[name][0]["rows"])) > 0 for name in catalog), answers
-    # each question as users ask it, through the default engine (DataFusion, no JVM): the same answers
+    # DataFusion: the same answers
     in_process: dict[str, list[dict[str, object]]] = {}
-    for name, sql in QUESTIONS.items():
-        asked = kraftlake("sql", "--fleet", str(fleet.file), "--json", sql, timeout=600, env=fleet.store_env)
-        assert asked.returncode == 0, asked.stderr[-3000:]
-        in_process[name] = [json.loads(line) for line in asked.stdout.splitlines()]
+    for name, run in asked.items():
+        assert run.returncode == 0, run.stderr[-3000:]
+        in_process[name] = [json.loads(line) for line in run.stdout.splitlines()]
         assert len(in_process[name]) == len(answers[name]), (name, in_process[name], answers[name])
     assert_the_five_answers(in_process)
-    # the persistent views the job keeps in the metastore, from a plain Spark session: the same answers
-    plain = subprocess.run([sys.executable, "-m", "tests.fleet.catalog_session", "query", str(fleet.file),
-                            str(fleet.root / "no-derby"), query], cwd=REPO,
-                           env={**os.environ, "PYTHONPATH": str(REPO), **fleet.store_env},
-                           capture_output=True, text=True, timeout=900)
+    # the plain Spark session over the metastore's persistent views: the same answers
     assert plain.returncode == 0, plain.stderr[-3000:]
     assert sorted(plain.stdout.splitlines()) == sorted(done.stdout.splitlines())
