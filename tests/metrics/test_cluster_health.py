@@ -8,7 +8,6 @@ election, so no log tail is truncated between two ingests."""
 
 from __future__ import annotations
 
-import re
 import uuid
 from pathlib import Path
 
@@ -21,8 +20,8 @@ from tests.explorer.conftest import start_ui, stop_ui
 from tests.fixtures.prometheus import Prometheus
 from tests.harness.followers import log_batches
 from tests.harness.kafka_cluster import KafkaCluster, wait_for
+from tests.metrics.test_ui_metrics import metrics_address
 
-METRICS_LINE = re.compile(r"kraftlake ui: metrics at http://(\S+)/metrics")
 JOB = '{job="kraftlake-ui",cluster="default"}'
 COUNTS = ("kraftlake_kafka_brokers", "kraftlake_kafka_brokers_fenced", "kraftlake_kafka_partitions",
           "kraftlake_kafka_partitions_offline", "kraftlake_kafka_partitions_under_replicated")
@@ -96,10 +95,7 @@ def test_prometheus_sees_a_killed_broker_fenced_and_its_partitions_offline_or_un
     ingest_whole_batches(node_dir, copy, warehouse)
     ui = start_ui(warehouse, "--metrics-address", "0")
     try:
-        assert ui.process.stdout is not None
-        found = METRICS_LINE.search(ui.process.stdout.readline())
-        assert found
-        prometheus.scrape("kraftlake-ui", [found.group(1)])
+        prometheus.scrape("kraftlake-ui", [metrics_address(ui)])
         before = wait_for(lambda: healthy(agree(kafka_cluster, node_dir, copy, warehouse, prometheus)),
                           "Prometheus to agree with Kafka on a whole cluster")
         assert before["kraftlake_kafka_brokers"] == 3

@@ -14,10 +14,18 @@ import pytest
 
 from kraftlake.lake.warehouse import Warehouse
 from tests.explorer import scenario
-from tests.explorer.conftest import KRAFTLAKE, start_ui, stop_ui
+from tests.explorer.conftest import KRAFTLAKE, RunningUi, start_ui, stop_ui
 from tests.fixtures.prometheus import Prometheus
 
 METRICS_LINE = re.compile(r"kraftlake ui: metrics at http://(\S+)/metrics")
+
+
+def metrics_address(ui: RunningUi) -> str:
+    """The address a `kraftlake ui --metrics-address 0` says it serves its metrics on (its first line)."""
+    assert ui.process.stdout is not None
+    found = METRICS_LINE.search(ui.process.stdout.readline())
+    assert found, "kraftlake ui did not say where its metrics are"
+    return found.group(1)
 
 
 @pytest.fixture(scope="module")
@@ -28,12 +36,10 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
 def test_prometheus_reads_the_clusters_health_and_the_routes_latency(demo: Warehouse, prometheus: Prometheus) -> None:
     ui = start_ui(demo, "--metrics-address", "0")
     try:
-        assert ui.process.stdout is not None
-        found = METRICS_LINE.search(ui.process.stdout.readline())
-        assert found
+        address = metrics_address(ui)
         with urllib.request.urlopen(f"{ui.base}/api/v1/clusters/default/image", timeout=60) as answer:
             image = json.load(answer)
-        prometheus.scrape("kraftlake-ui", [found.group(1)])
+        prometheus.scrape("kraftlake-ui", [address])
         job = '{job="kraftlake-ui",cluster="default"}'
         prometheus.wait_for(f"kraftlake_image_offset{job}", lambda s: s == {"default": scenario.LAST})
         assert image["offset"] == scenario.LAST
@@ -78,13 +84,11 @@ def test_a_fleets_health_has_one_series_per_cluster_with_history(prometheus: Pro
                      '[clusters.west]\nmetadata_dir = "/nowhere/west"\n')
     ui = start_ui(fleet, "--metrics-address", "0")
     try:
-        assert ui.process.stdout is not None
-        found = METRICS_LINE.search(ui.process.stdout.readline())
-        assert found
-        prometheus.scrape("kraftlake-ui", [found.group(1)])
+        address = metrics_address(ui)
+        prometheus.scrape("kraftlake-ui", [address])
         brokers = prometheus.wait_for('kraftlake_kafka_brokers{job="kraftlake-ui"}', bool)
         assert brokers == {"east": 3}
-        assert prometheus.query(f'up{{job="kraftlake-ui",instance="{found.group(1)}"}}') == {"": 1}
+        assert prometheus.query(f'up{{job="kraftlake-ui",instance="{address}"}}') == {"": 1}
     finally:
         prometheus.scrape("kraftlake-ui", [])
         stop_ui(ui)
