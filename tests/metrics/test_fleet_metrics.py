@@ -21,6 +21,14 @@ from tests.metrics.test_fleet_job_metrics import scraped
 from tests.metrics.test_follow_metrics import metrics_address
 
 
+def fleet_follower(fleet: Path, bootstrap: str, *extra: str) -> FollowProcess:
+    """A started `kraftlake follow --fleet` of `fleet` serving its metrics on a free port."""
+    follower = FollowProcess("", bootstrap, "")
+    follower.args = [sys.executable, "-m", "kraftlake.cli.main", "follow", "--fleet", str(fleet),
+                     "--bootstrap-servers", bootstrap, *extra, "--metrics-address", "0"]
+    return follower.start()
+
+
 def test_one_series_per_cluster(kafka_broker: LocalBroker, prometheus: Prometheus, tmp_path: Path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     fleet, topics = tmp_path / "fleet.toml", {"east": create_topic(bootstrap), "west": create_topic(bootstrap)}
@@ -28,10 +36,7 @@ def test_one_series_per_cluster(kafka_broker: LocalBroker, prometheus: Prometheu
                      f'topic = "{topics["east"]}"\n'
                      f'[clusters.west]\nbootstrap_controllers = ["127.0.0.1:{free_ports(1)[0]}"]\n'
                      f'connect_timeout_seconds = 2\ntopic = "{topics["west"]}"\n')
-    follower = FollowProcess("", bootstrap, "")
-    follower.args = [sys.executable, "-m", "kraftlake.cli.main", "follow", "--fleet", str(fleet),
-                     "--bootstrap-servers", bootstrap, "--log-interval", "1", "--metrics-address", "0"]
-    follower.start()
+    follower = fleet_follower(fleet, bootstrap, "--log-interval", "1")
     try:
         prometheus.scrape("kraftlake-follow", [metrics_address(follower)])
         job = '{job="kraftlake-follow"}'
@@ -63,10 +68,7 @@ def test_a_cluster_removed_from_the_fleet_loses_its_series(kafka_broker: LocalBr
                      f'connect_timeout_seconds = 600\ntopic = "{create_topic(bootstrap)}"\n'
                for name, port in zip(("east", "west"), free_ports(2), strict=True)}
     fleet.write_text(entries["east"] + entries["west"])
-    follower = FollowProcess("", bootstrap, "")
-    follower.args = [sys.executable, "-m", "kraftlake.cli.main", "follow", "--fleet", str(fleet),
-                     "--bootstrap-servers", bootstrap, "--metrics-address", "0"]
-    follower.start()
+    follower = fleet_follower(fleet, bootstrap)
     try:
         url = f"http://{metrics_address(follower)}/metrics"
         before = wait_scraped(url, lambda series: {c for _, c in series} == {"east", "west"})
