@@ -51,6 +51,7 @@ from kraftlake.jobs.materialize import (
     check_topic_identity,
     concise_failure,
     local_spark,
+    stop_between_batches,
 )
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.source import topic_source
@@ -363,7 +364,7 @@ def _run_query(spark: Any, base: MaterializeConfig, fleet_path: Path, fleet: Fle
             restart = False
             while not restart and not query.awaitTermination(RELOAD_S):
                 if stop is not None and stop.is_set():
-                    query.stop()
+                    stop_between_batches(query)
                     writer.flush(register=False)
                     return writer.failures  # the catalog stays as the last round left it: a stop is quick
                 waiting = not set(fleet.clusters) <= writer.clusters()  # a topic that was not there yet

@@ -97,6 +97,7 @@ def test_sigkill_at_a_sink_step_sigkill_and_sigterm_mid_stream_then_restart(
     stopped = _restarted(kafka_broker, topic, tmp_path, rng, log := tmp_path / "stopped.log")
     stopped.send_signal(signal.SIGTERM)
     assert stopped.wait(timeout=120) == 0, log.read_text()[-2000:]
+    assert "StackOverflowError" not in log.read_text()  # stopped between micro-batches
 
     contents = _finish(kafka_broker, topic, tmp_path)
     assert _without_images(contents) == _without_images(reference)
