@@ -2,8 +2,9 @@
 200th): `CLUSTERS` copies of one real Kafka sample's warehouse (`kraftlake ingest` of Jeong-Rae_KafkaDemo, copied so
 each is a cluster of its own), added one at a time to one Spark session on embedded Derby (local[2], as the job's
 driver), each through the job's own calls: `register_cluster` (its 45 `CREATE TABLE … USING delta LOCATION`), then its
-`_published` views and summaries (`publish_views`, `create_summaries`), then the fleet's unions re-created over every
-cluster so far (`create_fleet_views` without the summaries, which name the unions, not the clusters). Seconds per
+`_published` views and summaries (`publish_views`, `create_summaries`), then the fleet's unions over every cluster so
+far (`create_fleet_views`: created with the first cluster, then given their new text in the metastore, as a run's
+later rounds do). Seconds per
 cluster added, by step; the first cluster's (cold session) is shown apart, the rest as the median of the first and of
 the last `WINDOW` clusters, so growth with the fleet shows as the difference. Wall-clock on a shared machine: the load
 average is noted."""
@@ -29,7 +30,7 @@ SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "kafka-samples"
 SAMPLE = SAMPLES / "Jeong-Rae_KafkaDemo" / "kraft-combined-logs"
 CLUSTERS = int(os.environ.get("KRAFTLAKE_BENCH_REGISTRATION_CLUSTERS", "12"))
 WINDOW = 4
-STEPS = ("register its tables", "its views and summaries", "re-create the fleet's unions")
+STEPS = ("register its tables", "its views and summaries", "the fleet's unions over it")
 
 NOTES = """Measured while building this module (2026-12-02 14:20-14:45 UTC, load 13-26: four other engineers' Spark
 and Kafka suites on the same 2 cores; relative figures only), 11 clusters added: registering a cluster's tables 18-29 s,
@@ -96,7 +97,7 @@ def _add_clusters(spark: Any, root: Path) -> list[tuple[float, float, float]]:
         views = [*tables, *create_summaries(session, name)]
         published = time.perf_counter()
         shown[name] = {"env": "bench"}
-        create_fleet_views(session, views, shown, summaries_too=number == 0)
+        create_fleet_views(session, views, shown, first_round=number == 0)
         seconds.append((registered - started, published - registered, time.perf_counter() - published))
     return seconds
 

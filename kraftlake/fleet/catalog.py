@@ -44,6 +44,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from pyspark.errors import AnalysisException
+
 from kraftlake.analytics.fleet import CLUSTERS, FLEET, labelled_sql
 from kraftlake.analytics.fleet import PREFIX as FLEET_PREFIX  # `kraftlake sql --fleet`'s temp views shadow these
 from kraftlake.analytics.summaries import SUMMARIES, Scope, summaries
@@ -195,22 +197,26 @@ def create_summaries(session: Any, cluster: str) -> list[str]:
 
 
 def create_fleet_views(spark: Any, views: list[str], clusters: Mapping[str, Mapping[str, str]],
-                       summaries_too: bool = True) -> list[str]:
+                       first_round: bool = True) -> list[str]:
     """`default.fleet_<view>` for each of `views` (tables before the summaries that read them), as `kraftlake sql
     --fleet` has them (`kraftlake.analytics.fleet`): a table's is every cluster's `<cluster>_published.<table>`
     (which must exist) with its name (`cluster`) and labels (`labels`, a map) in front; a summary's is its one SQL
     in the fleet's scope over those, so a question is one plan whatever the number of clusters; and
-    `default.fleet_clusters`. Returns the fleet views' names. Without `summaries_too` the summaries are left as
-    they are: their SQL names the fleet's table views, not the clusters, so a cluster added or removed changes
-    only the unions and `fleet_clusters` (each summary's DDL analyzes its windows over every cluster's views:
-    most of a round's time, and it grew with the fleet)."""
+    `default.fleet_clusters`. Returns the fleet views' names.
+
+    A run's first round creates them all (this kraftlake's SQL and columns). A later one, the clusters or their
+    labels changed, leaves the summaries as they are (their SQL names the fleet's table views, not the clusters)
+    and gives the unions and `fleet_clusters`, whose columns do not change with the clusters, their new text in the
+    metastore without Spark analyzing it (`replace_view_text`): `CREATE OR REPLACE VIEW` resolves every cluster's
+    views that a union names, so a cluster added cost more the bigger the fleet (BENCHMARKS.md, registration)."""
+    define = partial(_define_view, spark, analyzed=first_round)
     rows = ", ".join(f"({sql_literal(name)}, {_labels_sql(labels)})" for name, labels in sorted(clusters.items()))
-    spark.sql(f"CREATE OR REPLACE VIEW default.{CLUSTERS} AS SELECT * FROM VALUES {rows} AS t(cluster, labels)")
+    define(CLUSTERS, f"SELECT * FROM VALUES {rows} AS t(cluster, labels)")
     fleet = Scope(f"default.{FLEET_PREFIX}", FLEET.key)
     scoped = summaries(fleet)
     created = [CLUSTERS]
     for view in views:
-        if view in scoped and not summaries_too:
+        if view in scoped and not first_round:
             continue
         if view in scoped:
             sql = labelled_sql(scoped[view].sql, f"default.{CLUSTERS}")
@@ -218,9 +224,45 @@ def create_fleet_views(spark: Any, views: list[str], clusters: Mapping[str, Mapp
             sql = " UNION ALL ".join(f"SELECT {sql_literal(name)} AS cluster, {_labels_sql(labels)} AS labels, * "
                                      f"FROM {published_schema(name)}.{view}"
                                      for name, labels in sorted(clusters.items()))
-        spark.sql(f"CREATE OR REPLACE VIEW default.{FLEET_PREFIX}{view} AS {sql}")
+        define(FLEET_PREFIX + view, sql)
         created.append(FLEET_PREFIX + view)
     return created
+
+
+def _define_view(spark: Any, name: str, sql: str, analyzed: bool) -> None:
+    if analyzed or not replace_view_text(spark, "default", name, sql):
+        spark.sql(f"CREATE OR REPLACE VIEW default.{name} AS {sql}")
+
+
+def replace_view_text(spark: Any, schema: str, name: str, sql: str) -> bool:
+    """Give the metastore's view `schema.name` the text `sql`, which must have the view's columns (Spark keeps them
+    with the view and reads the text's columns by those names): one metastore call, no analysis. False when there
+    is no such view."""
+    catalog = spark._jsparkSession.sessionState().catalog()
+    external = catalog.externalCatalog()
+    try:
+        table = external.getTable(schema, name)
+    except AnalysisException as error:
+        if error.getCondition() == "TABLE_OR_VIEW_NOT_FOUND":
+            return False
+        raise
+    fields = _product_names(table)
+    values = [table.productElement(index) for index in range(len(fields))]
+    for field in ("viewText", "viewOriginalText"):  # CatalogTable's: the text read, the text as the user gave it
+        if values[fields.index(field)].isDefined():
+            values[fields.index(field)] = spark._jvm.scala.Some(sql)
+    external.alterTable(table.copy(*values))
+    catalog.invalidateCachedTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier(
+        name, spark._jvm.scala.Some(schema)))
+    return True
+
+
+def _product_names(case_class: Any) -> list[str]:
+    """A Scala case class's fields, in its constructor's (and `copy`'s) order."""
+    names, found = case_class.productElementNames(), []
+    while names.hasNext():
+        found.append(names.next())
+    return found
 
 
 def _labels_sql(labels: Mapping[str, str]) -> str:
@@ -262,7 +304,7 @@ class PublishedViews:
         shown = {name: dict(labels) for name, (_, labels) in clusters.items() if name in self.pinned}
         if shown and shown != self.unioned and (settled or budget_s is None):
             # the summaries once a run (this kraftlake's SQL), then only what names the clusters
-            union = partial(create_fleet_views, self.session, self.views, shown, self.unioned is None)
+            union = partial(create_fleet_views, self.session, self.views, shown, first_round=self.unioned is None)
             if self._try(f"the fleet views ({', '.join(sorted(shown))})", union):
                 self.unioned = shown
 

@@ -159,8 +159,9 @@ def test_a_new_image_is_shown_once_due(
 
 
 def test_a_cluster_added_joins_the_fleet_views(fleet: CatalogFleet) -> None:
-    """gamma (beta's log in a warehouse of its own) joins a running upkeep: the unions and `fleet_clusters` are
-    re-created, the summaries are not (their SQL names the unions), and a plain session's summaries show it."""
+    """gamma (beta's log in a warehouse of its own) joins a running upkeep: the unions and `fleet_clusters` get
+    their new text in the metastore (no DDL), the summaries are left (their SQL names the unions), and both the
+    job's other session and a plain session's summaries show it."""
     ingest(fleet.samples["beta"], Warehouse(fleet.root / "gamma"))
     file = fleet.file.with_name("fleet-gamma.toml")
     file.write_text(fleet.file.read_text() + f'\n[clusters.gamma]\nmetadata_dir = "{fleet.root / "gamma-log"}"\n')
