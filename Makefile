@@ -58,7 +58,7 @@ typecheck: $(STAMP)
 
 test: install typecheck docs
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -m "not long" -n 2
+	$(BIN)/python -m pytest -q -m "not long"
 
 # The tests that take minutes each (marker `long`): run before a release, or after a change to what they cover.
 test-long: install

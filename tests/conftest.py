@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 pytest_plugins: list[str] = [
-    "tests.lanes", "tests.fixtures.broker", "tests.fixtures.spark", "tests.fixtures.browser", "tests.fixtures.s3",
+    "tests.fixtures.broker", "tests.fixtures.spark", "tests.fixtures.browser", "tests.fixtures.s3",
     "tests.fixtures.spark_cluster", "tests.fixtures.kafka_cluster", "tests.fixtures.postgres",
     "tests.fixtures.prometheus", "tests.fixtures.alertmanager", "tests.timing",
     "tests.lifetimes",

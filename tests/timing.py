@@ -1,6 +1,5 @@
 """Where the suite's time goes, printed at the end of every run (CI's log included): each test folder's total
-(setup, call and teardown of its tests; a session fixture's start counts where it is first used) and count, then
-each lane's (`tests.lanes`: the lanes run side by side, so the run's wall time is about the longer lane's)."""
+(setup, call and teardown of its tests; a session fixture's start counts where it is first used) and count."""
 
 from __future__ import annotations
 
@@ -9,8 +8,6 @@ from pathlib import PurePosixPath
 
 import pytest
 from _pytest.terminal import TerminalReporter
-
-from tests.lanes import lane
 
 
 class FolderTimes:
@@ -33,10 +30,6 @@ class FolderTimes:
             share = seconds / total if total else 0.0
             lines.append(f"{folder:<24}{len(self.tests[folder]):>7}{seconds:>10.1f}{share:>8.1%}")
         lines.append(f"{'all':<24}{sum(len(t) for t in self.tests.values()):>7}{total:>10.1f}")
-        for name in sorted({lane(folder + "/") for folder in self.seconds}):  # the lanes run side by side
-            folders = [folder for folder in self.seconds if lane(folder + "/") == name]
-            tests = sum(len(self.tests[folder]) for folder in folders)
-            lines.append(f"{'lane ' + name:<24}{tests:>7}{sum(self.seconds[f] for f in folders):>10.1f}")
         return lines
 
 
