@@ -246,8 +246,8 @@ class FleetWriter:
         for name in waiting:
             if budget_s is not None and time.monotonic() - started >= budget_s:
                 break
-            try:
-                register_cluster(self.spark, name, self.readers[name].warehouse)
+            try:  # after the first, each a copy of a cluster this run registered (metastore calls only)
+                register_cluster(self.spark, name, self.readers[name].warehouse, like=next(iter(self.registered), None))
             except CatalogError as error:
                 print(f"materialize: {error} (tried again later)", file=sys.stderr, flush=True)
                 continue

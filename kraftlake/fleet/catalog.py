@@ -1,7 +1,9 @@
 """The fleet's catalog: every cluster's tables registered in a Hive metastore as a schema of their own
 (`prod_eu.partitions_history`, `prod_eu.batches`, …), so any Spark session pointed at the metastore finds them
 by name. The streaming job registers a cluster as soon as its warehouse exists (`CREATE … IF NOT EXISTS`:
-a new cluster appears without a manual step, a restart registers nothing twice).
+a new cluster appears without a manual step, a restart registers nothing twice); after a run's first cluster, a
+cluster's entries are copies of one registered before with its own locations and text (`copy_table`,
+`copy_view`), so a cluster added costs metastore calls, not a Delta log load per table and an analysis per view.
 
 The tables are external Delta tables (`USING delta LOCATION '<warehouse>/<table>'`): the metastore holds only
 their names and locations; Delta's log stays the truth about their contents, written by kraftlake's writer.
@@ -104,25 +106,49 @@ def catalog_conf(catalog: CatalogSettings | None, derby_home: Path) -> dict[str,
     return conf
 
 
-def register_cluster(spark: Any, name: str, warehouse: Warehouse) -> list[str]:
+def register_cluster(spark: Any, name: str, warehouse: Warehouse, like: str | None = None) -> list[str]:
     """Schema `name` with every table of the cluster's warehouse (which must exist), idempotently; returns the
-    qualified names. A metastore failure raises CatalogError naming the cluster (a rerun registers the rest)."""
+    qualified names. With `like`, a cluster registered before, each table's entry is a copy of that cluster's with
+    this warehouse's location (`copy_table`), else Spark's DDL makes it. A metastore failure raises CatalogError
+    naming the cluster (a rerun registers the rest)."""
     try:
-        return _register(spark, name, warehouse)
+        return _register(spark, name, warehouse, like)
     except CatalogError:
         raise
     except Exception as error:
         raise CatalogError(f"catalog: cannot register cluster {name}: {_first_line(error)}") from None
 
 
-def _register(spark: Any, name: str, warehouse: Warehouse) -> list[str]:
+def _register(spark: Any, name: str, warehouse: Warehouse, like: str | None) -> list[str]:
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {name} COMMENT 'kraftlake: cluster {name}, warehouse {warehouse.uri}'")
     registered = []
     for table in all_tables():
-        location = spark_uri(warehouse.table_uri(table)).replace("'", "\\'")
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {name}.{table} USING delta LOCATION '{location}'")
+        location = spark_uri(warehouse.table_uri(table))
+        if like is None or not copy_table(spark, like, name, table, location):
+            quoted = location.replace("'", "\\'")
+            spark.sql(f"CREATE TABLE IF NOT EXISTS {name}.{table} USING delta LOCATION '{quoted}'")
         registered.append(f"{name}.{table}")
     return registered
+
+
+def copy_table(spark: Any, like: str, schema: str, name: str, location: str) -> bool:
+    """Table `schema.name` registered, if it is not, as a copy of `like.name`'s entry with `location`: one
+    metastore call instead of `CREATE TABLE … USING delta LOCATION`, which loads the table's Delta log (most of a
+    second a table, 45 a cluster). Sound because the entry of a Delta table Spark makes holds only its name,
+    location and provider (no columns, no properties: Delta reads them from the log), and every warehouse this
+    kraftlake opens has the same tables. False when `like.name` is not registered."""
+    catalog = spark._jsparkSession.sessionState().catalog()
+    external = catalog.externalCatalog()
+    if external.tableExists(schema, name):
+        return True
+    template = _entry(external, like, name)
+    if template is None:
+        return False
+    uri = catalog.makeQualifiedPath(spark._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.stringToURI(location))
+    storage = _copied(template.storage(), locationUri=spark._jvm.scala.Some(uri))
+    external.createTable(_copied(template, identifier=_identifier(spark, schema, name), storage=storage,
+                                 createTime=int(time.time() * 1000)), False)
+    return True
 
 
 def check_catalog(spark: Any, catalog: CatalogSettings | None) -> None:
@@ -165,18 +191,21 @@ def published_schema(cluster: str) -> str:
     return cluster + PUBLISHED_SUFFIX
 
 
-def publish_views(spark: Any, cluster: str, reader: WarehouseReader) -> tuple[int, list[str]]:
+def publish_views(spark: Any, cluster: str, reader: WarehouseReader, like: str | None = None) -> tuple[int, list[str]]:
     """Schema `<cluster>_published` with a view of every table as the reader's last published image has it
-    (over the cluster's registered tables, which must exist); returns the image's offset and the view names."""
+    (over the cluster's registered tables, which must exist); returns the image's offset and the view names.
+    With `like`, a cluster whose views this kraftlake made (this cluster itself, to pin a newer image), each view
+    is `like`'s entry with this view's text (`copy_view`), else Spark's DDL makes it."""
     reads = reader.image_reads()
     schema = published_schema(cluster)
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema} COMMENT 'kraftlake: cluster {cluster}, its last published image'")
     views = {name: image_table_sql(name, None if base is None else _read_sql(cluster, base), _read_sql(cluster, since))
              for name, (base, since) in reads.image.items()}
     views.update({name: f"SELECT * FROM {_read_sql(cluster, read)}" for name, read in reads.others.items()})
+    comment = f"kraftlake: cluster {cluster}, the image published at offset {reads.offset}"
     for name, sql in views.items():
-        spark.sql(f"CREATE OR REPLACE VIEW {schema}.{name} COMMENT 'kraftlake: cluster {cluster}, the image published "
-                  f"at offset {reads.offset}' AS {sql}")
+        if like is None or not copy_view(spark, published_schema(like), schema, name, sql, comment):
+            spark.sql(f"CREATE OR REPLACE VIEW {schema}.{name} COMMENT {sql_literal(comment)} AS {sql}")
     return reads.offset, list(views)
 
 
@@ -184,15 +213,17 @@ def _read_sql(cluster: str, read: TableRead) -> str:
     return f"(SELECT * FROM {cluster}.{read.name} WHERE {selection_sql(read.where)})"
 
 
-def create_summaries(session: Any, cluster: str) -> list[str]:
-    """The summaries as views of `<cluster>_published`, from their one SQL, over its pinned views. `session`'s
-    current namespace is set to that schema (views resolve unqualified names where they were created): give a
-    session of the catalog's own (`spark.newSession()`)."""
+def create_summaries(session: Any, cluster: str, like: str | None = None) -> list[str]:
+    """The summaries as views of `<cluster>_published`, from their one SQL, over its pinned views; with `like`, a
+    cluster whose summaries this kraftlake made, as copies of its entries (`copy_view`). Views resolve unqualified
+    names in the namespace they were created in: `session`'s current one is set to that schema, so give a session
+    of the catalog's own (`spark.newSession()`)."""
     schema = published_schema(cluster)
     session.sql(f"USE {schema}")
     for name, summary in SUMMARIES.items():
-        comment = sql_literal(f"kraftlake: {summary.description}")
-        session.sql(f"CREATE OR REPLACE VIEW {schema}.{name} COMMENT {comment} AS {summary.sql}")
+        comment = f"kraftlake: {summary.description}"
+        if like is None or not copy_view(session, published_schema(like), schema, name, summary.sql, comment):
+            session.sql(f"CREATE OR REPLACE VIEW {schema}.{name} COMMENT {sql_literal(comment)} AS {summary.sql}")
     return list(SUMMARIES)
 
 
@@ -238,31 +269,65 @@ def replace_view_text(spark: Any, schema: str, name: str, sql: str) -> bool:
     """Give the metastore's view `schema.name` the text `sql`, which must have the view's columns (Spark keeps them
     with the view and reads the text's columns by those names): one metastore call, no analysis. False when there
     is no such view."""
+    return copy_view(spark, schema, schema, name, sql)
+
+
+def copy_view(spark: Any, like: str, schema: str, name: str, sql: str, comment: str | None = None) -> bool:
+    """View `schema.name` made, or replaced, as a copy of the metastore's view `like.name` with the text `sql`
+    (and `comment`), which must have that view's columns (Spark keeps them with the view and reads the text's by
+    those names) and resolve in `schema` as the original did in `like`: one metastore call, where `CREATE OR
+    REPLACE VIEW` analyzes the text, loading every Delta table it reads. False when there is no `like.name`."""
     catalog = spark._jsparkSession.sessionState().catalog()
     external = catalog.externalCatalog()
-    try:
-        table = external.getTable(schema, name)
-    except AnalysisException as error:
-        if error.getCondition() == "TABLE_OR_VIEW_NOT_FOUND":
-            return False
-        raise
-    fields = _product_names(table)
-    values = [table.productElement(index) for index in range(len(fields))]
-    for field in ("viewText", "viewOriginalText"):  # CatalogTable's: the text read, the text as the user gave it
-        if values[fields.index(field)].isDefined():
-            values[fields.index(field)] = spark._jvm.scala.Some(sql)
-    external.alterTable(table.copy(*values))
-    catalog.invalidateCachedTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier(
-        name, spark._jvm.scala.Some(schema)))
+    template = _entry(external, like, name)
+    if template is None:
+        return False
+    some = spark._jvm.scala.Some
+    changes: dict[str, Any] = {"viewText": some(sql), "viewOriginalText": some(sql)}  # the text read, as given
+    if comment is not None:
+        changes["comment"] = some(comment)
+    if like != schema:
+        properties = template.properties()
+        namespace = properties.get(_VIEW_NAMESPACE)  # where the view's unqualified names resolve
+        if namespace.isDefined() and namespace.get() == like:
+            properties = properties.updated(_VIEW_NAMESPACE, schema)
+        changes.update(identifier=_identifier(spark, schema, name), properties=properties,
+                       createTime=int(time.time() * 1000))
+    view = _copied(template, **changes)
+    if external.tableExists(schema, name):
+        external.alterTable(view)
+        catalog.invalidateCachedTable(_identifier(spark, schema, name))
+    else:
+        external.createTable(view, False)
     return True
 
 
-def _product_names(case_class: Any) -> list[str]:
-    """A Scala case class's fields, in its constructor's (and `copy`'s) order."""
-    names, found = case_class.productElementNames(), []
+_VIEW_NAMESPACE = "view.catalogAndNamespace.part.1"  # part 0 is the catalog (spark_catalog), 1 the schema
+
+
+def _entry(external: Any, schema: str, name: str) -> Any | None:
+    """The metastore's CatalogTable `schema.name`, None when there is none."""
+    try:
+        return external.getTable(schema, name)
+    except AnalysisException as error:
+        if error.getCondition() in ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND"):
+            return None
+        raise
+
+
+def _identifier(spark: Any, schema: str, name: str) -> Any:
+    return spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, spark._jvm.scala.Some(schema))
+
+
+def _copied(case_class: Any, **changes: Any) -> Any:
+    """A Scala case class with `changes` (field name -> value), through its `copy`."""
+    names, fields = case_class.productElementNames(), []
     while names.hasNext():
-        found.append(names.next())
-    return found
+        fields.append(names.next())
+    values = [case_class.productElement(index) for index in range(len(fields))]
+    for field, value in changes.items():
+        values[fields.index(field)] = value
+    return case_class.copy(*values)
 
 
 def _labels_sql(labels: Mapping[str, str]) -> str:
@@ -275,7 +340,9 @@ class PublishedViews:
     changed, looked at no more often than every `refresh_s` seconds (the fleet file's `catalog_refresh_seconds`)
     and within a time budget per round, the longest-waiting cluster first; the fleet views when the set of
     clusters shown or their labels changed. The DDL runs in its own session (its own current namespace), never
-    inside a micro-batch, and costs one view per table whatever the history's length."""
+    inside a micro-batch. Only the run's first cluster's views go through Spark's DDL (which analyzes each view,
+    loading the Delta tables it reads); the rest, and every later pinning, are copies of views made in this run
+    with their own text (`copy_view`): one metastore call a view, whatever the history's length or the fleet's."""
 
     def __init__(self, spark: Any, refresh_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.session = spark.newSession()
@@ -316,9 +383,13 @@ class PublishedViews:
             return
         if last < 0 or self.pinned.get(name) == last:
             return
-        offset, tables = publish_views(self.session, name, reader)
-        summaries = create_summaries(self.session, name) if name not in self.pinned else list(SUMMARIES)
-        self.views = [*tables, *summaries]  # the summaries once a run: they name the pinned views
+        # the views this run made are the pattern (their columns are this kraftlake's): a cluster's own, to pin
+        # its newer image, else the first cluster's; the first cluster's views of a run come from Spark's DDL
+        made = next(iter(self.pinned), None)
+        offset, tables = publish_views(self.session, name, reader, like=name if name in self.pinned else made)
+        # the summaries once a run: they name the pinned views
+        summaries = list(SUMMARIES) if name in self.pinned else create_summaries(self.session, name, like=made)
+        self.views = [*tables, *summaries]
         self.pinned[name] = offset
         log.info("catalog: cluster %s's views show the image at offset %d", name, offset)
 

@@ -43,8 +43,9 @@ def publish(fleet_file: Path, derby_home: Path, resume: str | None, added: str |
     readers = {name: WarehouseReader(Warehouse(cluster_location(fleet.settings.warehouse_root, name)))
                for name in fleet.clusters}
     clusters = {name: (reader, fleet.clusters[name].labels) for name, reader in readers.items()}
-    for name, reader in readers.items():
-        register_cluster(spark, name, reader.warehouse)
+    first = next(iter(readers))
+    for name, reader in readers.items():  # as the job does: the first through Spark's DDL, the rest copies of it
+        register_cluster(spark, name, reader.warehouse, like=None if name == first else first)
     views = PublishedViews(spark, fleet.settings.catalog_refresh_seconds)
     if added is not None:  # the fleet views first without it, then it joins them
         views.keep_current({name: cluster for name, cluster in clusters.items() if name != added})
