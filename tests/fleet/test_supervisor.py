@@ -1,6 +1,8 @@
-"""The fleet supervisor's reload rule without Kafka: a real `FleetSupervisor` whose clusters' controllers refuse
-the connection (a closed loopback port), so each follower fails fast and is retried, and what is watched shows
-in which followers are replaced. A security file rewritten (a rotated password) restarts its cluster only."""
+"""The fleet supervisor's reload rule: a real `FleetSupervisor` publishing to the real broker, whose clusters'
+controllers refuse the connection (a closed loopback port), so each follower fails fast and is retried, and what
+is watched shows in which followers are replaced. A security file rewritten (a rotated password) restarts its
+cluster only. (With an unreachable broker too, each try waited out the publisher's 10 s metadata request, and
+so did each stop.)"""
 
 from __future__ import annotations
 
@@ -14,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from kraftlake.bridge.publisher import PublisherConfig
+from kraftlake.cli.broker import LocalBroker
 from kraftlake.fleet.supervisor import FleetSupervisor, SupervisorConfig
 
+pytestmark = pytest.mark.integration
 RELOAD_S = 0.1
 
 
@@ -33,7 +37,7 @@ def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 30.0) 
 
 
 @pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[tuple[FleetSupervisor, Path]]:
+def fleet(tmp_path: Path, kafka_broker: LocalBroker) -> Iterator[tuple[FleetSupervisor, Path]]:
     port = closed_port()
     for name in ("north", "south"):
         (tmp_path / f"{name}.properties").write_text("sasl.username=kraftlake\nsasl.password=first\n")
@@ -43,8 +47,9 @@ def fleet(tmp_path: Path) -> Iterator[tuple[FleetSupervisor, Path]]:
         f'security_file = "{tmp_path / f"{name}.properties"}"\n'
         f'[clusters.{name}.properties]\n"security.protocol" = "SASL_PLAINTEXT"\n"sasl.mechanism" = "PLAIN"\n'
         for name in ("north", "south")))
-    supervisor = FleetSupervisor(path, SupervisorConfig(PublisherConfig("127.0.0.1:1"), status_dir=tmp_path / "st",
-                                                        reload_s=RELOAD_S, backoff_s=0.2, max_backoff_s=0.2))
+    config = SupervisorConfig(PublisherConfig(kafka_broker.bootstrap_servers), status_dir=tmp_path / "st",
+                              reload_s=RELOAD_S, backoff_s=0.2, max_backoff_s=0.2)
+    supervisor = FleetSupervisor(path, config)
     runner = threading.Thread(target=supervisor.run, daemon=True)
     runner.start()
     wait_for(lambda: set(supervisor.followers) == {"north", "south"}, "both clusters to start")

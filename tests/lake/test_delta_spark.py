@@ -2,9 +2,10 @@
 
 delta-spark reads exactly the rows delta-rs reads from every table kraftlake writes, at the latest version
 and at older ones, after kraftlake's compactions, Delta checkpoints and log pruning and after `kraftlake
-maintain` (compaction, checkpoint, VACUUM), on a local disk and on S3 (SeaweedFS). The other way round: a
-user's own OPTIMIZE and VACUUM RETAIN 0 HOURS through delta-spark leave the protocol as delta-rs reads it and
-every offset answering as replay does, and the sink goes on writing images after delta-spark's commits.
+maintain` (compaction, checkpoint, VACUUM), on a local disk and on S3 (SeaweedFS): after `maintain`, every table
+on the local disk and one of each kind on S3. The other way round: a user's own OPTIMIZE and VACUUM RETAIN 0 HOURS
+through delta-spark leave the protocol as delta-rs reads it and every offset answering as replay does, and the
+sink goes on writing images after delta-spark's commits.
 """
 
 from __future__ import annotations
@@ -150,7 +151,10 @@ def test_delta_spark_reads_every_table_as_delta_rs_does(
         ingest_through(samples_dir / SAMPLE, warehouse, None, IMAGE_EVERY[where])
     assert assert_spark_reads_what_delta_rs_reads(spark, warehouse, EVERY_KIND, older=True) > 2 * len(EVERY_KIND)
     maintain(warehouse, retention_hours=0)  # compaction, a Delta checkpoint, log cleanup, VACUUM of everything old
-    assert assert_spark_reads_what_delta_rs_reads(spark, warehouse, all_tables(), older=False) == len(all_tables())
+    # every table on the local disk; on S3, whose tables are the same kinds written through another store, one
+    # table of each kind (a Spark read is about a second on 2 cores)
+    after = all_tables() if where == "local" else EVERY_KIND
+    assert assert_spark_reads_what_delta_rs_reads(spark, warehouse, after, older=False) == len(after)
 
 
 def test_sql_versions_timestamps_and_history(spark: SparkSession, local_warehouse: Warehouse) -> None:
