@@ -280,6 +280,8 @@ def stop_between_batches(query: Any) -> None:
     while query.status["isTriggerActive"] and time.monotonic() < deadline:
         time.sleep(STOP_POLL_S / 10)
     query.stop()
+
+
 TOPIC_ID_FILE = "kraftlake-topic-id"  # in the checkpoint directory: the topic its Kafka offsets are of
 
 
