@@ -238,7 +238,7 @@ def create_fleet_views(spark: Any, views: list[str], clusters: Mapping[str, Mapp
     A run's first round creates them all (this kraftlake's SQL and columns). A later one, the clusters or their
     labels changed, leaves the summaries as they are (their SQL names the fleet's table views, not the clusters)
     and gives the unions and `fleet_clusters`, whose columns do not change with the clusters, their new text in the
-    metastore without Spark analyzing it (`replace_view_text`): `CREATE OR REPLACE VIEW` resolves every cluster's
+    metastore without Spark analyzing it (`copy_view`): `CREATE OR REPLACE VIEW` resolves every cluster's
     views that a union names, so a cluster added cost more the bigger the fleet (BENCHMARKS.md, registration)."""
     define = partial(_define_view, spark, analyzed=first_round)
     rows = ", ".join(f"({sql_literal(name)}, {_labels_sql(labels)})" for name, labels in sorted(clusters.items()))
@@ -261,28 +261,23 @@ def create_fleet_views(spark: Any, views: list[str], clusters: Mapping[str, Mapp
 
 
 def _define_view(spark: Any, name: str, sql: str, analyzed: bool) -> None:
-    if analyzed or not replace_view_text(spark, "default", name, sql):
+    if analyzed or not copy_view(spark, "default", "default", name, sql):  # its own entry, the new text
         spark.sql(f"CREATE OR REPLACE VIEW default.{name} AS {sql}")
-
-
-def replace_view_text(spark: Any, schema: str, name: str, sql: str) -> bool:
-    """Give the metastore's view `schema.name` the text `sql`, which must have the view's columns (Spark keeps them
-    with the view and reads the text's columns by those names): one metastore call, no analysis. False when there
-    is no such view."""
-    return copy_view(spark, schema, schema, name, sql)
 
 
 def copy_view(spark: Any, like: str, schema: str, name: str, sql: str, comment: str | None = None) -> bool:
     """View `schema.name` made, or replaced, as a copy of the metastore's view `like.name` with the text `sql`
     (and `comment`), which must have that view's columns (Spark keeps them with the view and reads the text's by
     those names) and resolve in `schema` as the original did in `like`: one metastore call, where `CREATE OR
-    REPLACE VIEW` analyzes the text, loading every Delta table it reads. False when there is no `like.name`."""
+    REPLACE VIEW` analyzes the text, loading every Delta table it reads. With `like` the view's own schema, the view
+    gets the new text in place. False when there is no `like.name`."""
     catalog = spark._jsparkSession.sessionState().catalog()
     external = catalog.externalCatalog()
     template = _entry(external, like, name)
     if template is None:
         return False
     some = spark._jvm.scala.Some
+    identifier = _identifier(spark, schema, name)
     changes: dict[str, Any] = {"viewText": some(sql), "viewOriginalText": some(sql)}  # the text read, as given
     if comment is not None:
         changes["comment"] = some(comment)
@@ -291,12 +286,11 @@ def copy_view(spark: Any, like: str, schema: str, name: str, sql: str, comment: 
         namespace = properties.get(_VIEW_NAMESPACE)  # where the view's unqualified names resolve
         if namespace.isDefined() and namespace.get() == like:
             properties = properties.updated(_VIEW_NAMESPACE, schema)
-        changes.update(identifier=_identifier(spark, schema, name), properties=properties,
-                       createTime=int(time.time() * 1000))
+        changes.update(identifier=identifier, properties=properties, createTime=int(time.time() * 1000))
     view = _copied(template, **changes)
-    if external.tableExists(schema, name):
+    if like == schema or external.tableExists(schema, name):
         external.alterTable(view)
-        catalog.invalidateCachedTable(_identifier(spark, schema, name))
+        catalog.invalidateCachedTable(identifier)
     else:
         external.createTable(view, False)
     return True
