@@ -28,6 +28,11 @@ from kraftlake.replay.image import EMPTY_IMAGE, MetadataImage
 from kraftlake.replay.loader import BatchLoader, Manifest, Publisher, TransactionState
 from kraftlake.replay.visibility import BatchPublishes, Known, OffsetNotKnown, image_offset
 
+# A directory or files holding a bootstrap checkpoint (ending at offset 0) and no log batch: Kafka's loader
+# publishes the checkpoint's image only with the end of the log's first batch (`replay.loader.load_snapshot`).
+BOOTSTRAP_ONLY = ("no image is published yet: a bootstrap checkpoint's image is published with the end of the "
+                  "log's first batch, and no log batch follows it")
+
 
 @dataclass(frozen=True)
 class ReplayResult:
@@ -93,6 +98,8 @@ def history_sources(path: Path) -> list[Source]:
     usable = [entry for entry in snapshots if log_start is None or entry[0].end_offset >= log_start]
     if not usable:
         raise ReplayError(f"no snapshot and no log from offset 0 in {path}: nothing to start from", source=str(path))
+    if log_start is None and usable[-1][0].end_offset == 0:
+        raise ReplayError(BOOTSTRAP_ONLY, source=str(path))
     first = usable[-1] if log_start is None else usable[0]
     return [Source(first[1], first[0]), *(Source(segment, None) for segment in segments)]
 
@@ -102,20 +109,25 @@ def replay_sources(
     to_offset: int | None = None,
     publish: Publisher | None = None,
     image: MetadataImage = EMPTY_IMAGE,
+    named: str | None = None,
 ) -> ReplayResult:
     """The image that answers `to_offset` (None: the end of the files), replaying `sources` in order.
-    ReplayError when no published image answers it: before the first, past the end."""
+    ReplayError when no published image answers it (before the first, past the end), naming `named` (the path
+    asked for; None: the first source)."""
     sources = list(sources)
+    if named is None and sources:
+        named = str(sources[0].path)
     with paused_collector():
-        return _Replay(sources, to_offset, publish, image).run()
+        return _Replay(sources, to_offset, publish, image, named).run()
 
 
 class _Replay:
     """One replay: it notes the publishes of the batch holding the offset asked, for `replay.visibility`."""
 
     def __init__(self, sources: list[Source], to_offset: int | None, publish: Publisher | None,
-                 image: MetadataImage) -> None:
+                 image: MetadataImage, named: str | None) -> None:
         self.sources = sources
+        self.named = named
         self.to_offset = to_offset
         self.forward = publish
         self.loader = BatchLoader(self._published, image)
@@ -188,14 +200,19 @@ class _Replay:
         loader = self.loader
         asked = loader.last_offset if self.to_offset is None else self.to_offset
         last_image = None if loader.published is None else loader.published.provenance.offset
+        if self.first_image is None and loader.last_offset < 0 and any(s.snapshot is not None for s in self.sources):
+            asking = "" if self.to_offset is None else f"offset {self.to_offset}: "
+            raise ReplayError(asking + BOOTSTRAP_ONLY, source=self.named)
         known = Known(self.first_image, loader.last_offset, last_image)
         try:
             answered = image_offset(asked, self.holding, known)
         except OffsetNotKnown as error:
-            raise ReplayError(str(error), source=str(self.sources[0].path) if self.sources else None) from None
+            raise ReplayError(str(error), source=self.named) from None
         assert self.answer is not None and self.answer.provenance.offset == answered
         return ReplayResult(self.answer, asked, loader.transaction, self.batches, self.records)
 
 
 def replay_paths(paths: Iterable[Path], to_offset: int | None = None) -> ReplayResult:
-    return replay_sources(resolve_sources(list(paths), to_offset), to_offset)
+    """`kraftlake replay PATH...`: a refusal names the first path as given (a directory, not a file in it)."""
+    paths = list(paths)
+    return replay_sources(resolve_sources(paths, to_offset), to_offset, named=str(paths[0]) if paths else None)

@@ -57,10 +57,11 @@ def ingest_directory(
     progress: Progress | None = None,
 ) -> tuple[Warehouse, IngestResult]:
     """`ingest` as `kraftlake ingest` and `spark-submit jobs/ingest.py` run it: the directory checked before
-    the warehouse is opened (a wrong path leaves nothing behind), every expected failure an `IngestError`."""
+    the warehouse is opened (a wrong path, or files with no history to start from, such as a node's bootstrap
+    checkpoint alone, leave nothing behind), every expected failure an `IngestError`."""
     try:
-        metadata_log_dir(directory)
-    except NotAMetadataLogError as error:
+        history_sources(directory)
+    except (NotAMetadataLogError, ReplayError) as error:
         raise IngestError(str(error)) from None
     warehouse = open_warehouse()
     try:
