@@ -270,11 +270,8 @@ def api_router(settings: Settings) -> APIRouter:
 
 
 def time_range(line: tl.Timeline) -> tuple[int, int]:
-    """The first and last time the timeline draws (the history before the first image is drawn too)."""
-    first_time, last_time = (int(t) for t in line.clock.times(np.array([line.first_offset, line.last_offset])))
-    if len(line.clock.times_ms):
-        first_time = min(first_time, int(line.clock.times_ms[0]))
-    return first_time, last_time
+    """The first and last time the timeline draws: the known range's (the header's, `/clusters/{c}`'s)."""
+    return line.known.first_time_ms, line.known.last_time_ms
 
 
 def time_window(from_text: str | None, to_text: str | None, first_time: int, last_time: int) -> tuple[int, int]:

@@ -27,7 +27,7 @@ from kraftlake.explorer.app import Page, Size, cluster_of
 from kraftlake.explorer.clusters import Clusters
 from kraftlake.explorer.errors import NotFound
 from kraftlake.explorer.service import Explorer
-from kraftlake.explorer.words import CONFIG_ORIGIN, acl, plural, when, when_iso, word
+from kraftlake.explorer.words import CONFIG_ORIGIN, acl, between, plural, when, when_iso, word
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.history import iso_time
 
@@ -127,7 +127,7 @@ def columns_of(table: str) -> list[str]:
 TEMPLATES.filters["combine"] = lambda first, second: {**first, **second}
 TEMPLATES.globals.update(cell=cell, show=show, history_key=history_key, tab_titles=TAB_TITLES, tabs=TABS,
                          iso_time=iso_time, columns_of=columns_of, plural=plural, when=when, when_iso=when_iso,
-                         acl=acl)
+                         acl=acl, between=between)
 
 
 # what a topic's and a broker's partition lists show (the topic's id and name are the page's own)
@@ -224,11 +224,10 @@ def page_router(settings: Any) -> APIRouter:
         moment), the picker (at the moment's time)."""
         at_text = request.query_params.get("at")
         at = str(offset) if offset is not None else at_text
-        first, last = explorer.reader.known().span()
         time = None if offset is None else iso_time(explorer.time_of(offset))
         moment = None if offset is None else {"offset": offset, "time": time}
         return {**frame(request, served, explorer.cluster, page_name, time),
-                "links": Links(explorer.cluster, at), "moment": moment, "first_offset": first, "last_offset": last}
+                "links": Links(explorer.cluster, at), "moment": moment, "known": explorer.reader.known()}
 
     @router.get("/")
     def home(request: Request) -> Response:

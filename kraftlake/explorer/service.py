@@ -359,8 +359,8 @@ class Explorer:
         return [(gap.first, gap.last) for gap in self.reader.gaps()]
 
     def time_of(self, offset: int) -> int:
-        """The append time (ms) of the batch holding `offset` (-1: unknown)."""
-        return self.reader.offset_times([offset])[offset]
+        """The time known at `offset` (ms; -1: unknown), the reader's rule (`WarehouseReader.time_at`)."""
+        return self.reader.time_at(offset)
 
     # -- the image at a moment --------------------------------------------------------------------------
 

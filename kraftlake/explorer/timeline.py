@@ -29,6 +29,7 @@ from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.scan import Where
 from kraftlake.lake.warehouse import BATCHES
 from kraftlake.replay.acls import StandardAcl
+from kraftlake.replay.visibility import Known
 
 # tables whose changes are events on the timeline, with how users name a row (the `history` key form)
 EVENT_TABLES = ("topics", "configs", "client_quotas", "acls", "scram_credentials", "delegation_tokens", "features",
@@ -81,11 +82,22 @@ class Events:
 
 @dataclass(frozen=True)
 class Clock:
-    """Offset → append time: the batch holding the offset, else the last batch before it (the first batch's
-    time before all of them)."""
+    """Offset → time: the batch holding the offset, else the last batch (or snapshot) before it (the first
+    one's time before all of them). A snapshot no batch read holds (the one a history starts at, a gap's
+    bridge) counts from its own offset with the time the reader knows there (`WarehouseReader.time_at`)."""
 
     bases: np.ndarray
     times_ms: np.ndarray
+
+    @staticmethod
+    def of(batches: pa.Table, reader: WarehouseReader, snapshots: Sequence[int]) -> Clock:
+        """The clock of `batches` (sorted by base offset) and of those `snapshots` offsets no batch holds."""
+        bases, lasts = batches["base_offset"].to_numpy(), batches["last_offset"].to_numpy()
+        times = batches["append_time_ms"].to_numpy()
+        held = np.searchsorted(bases, snapshots, side="right") - 1
+        unheld = sorted({o for o, at in zip(snapshots, held, strict=True) if at < 0 or lasts[at] < o})
+        at = np.searchsorted(bases, unheld)
+        return Clock(np.insert(bases, at, unheld), np.insert(times, at, [reader.time_at(o) for o in unheld]))
 
     def times(self, offsets: np.ndarray) -> np.ndarray:
         if len(self.bases) == 0:
@@ -96,8 +108,7 @@ class Clock:
 
 @dataclass(frozen=True)
 class Timeline:
-    first_offset: int
-    last_offset: int
+    known: Known  # the reader's: the range, its times and gaps, as the header and the API state them
     clock: Clock
     brokers: dict[int, list[Span]]
     under_replicated: Series
@@ -107,6 +118,14 @@ class Timeline:
     leaders: dict[int, Series]
     epochs: list[tuple[int, int, int]]  # (epoch, first offset, last offset)
     events: Events
+
+    @property
+    def first_offset(self) -> int:
+        return self.known.span()[0]
+
+    @property
+    def last_offset(self) -> int:
+        return self.known.span()[1]
 
     @cached_property
     def changes(self) -> np.ndarray:
@@ -124,10 +143,11 @@ class Timeline:
 def build_timeline(reader: WarehouseReader) -> Timeline:
     """The timeline up to the last published image (whole images only, the reader's rule), its range the
     reader's `known`."""
-    first, last = reader.known().span()
+    known = reader.known()
+    first, last = known.span()
     batches = reader.scan(BATCHES, [Where("base_offset", "<=", last)],
                           ["base_offset", "last_offset", "epoch", "append_time_ms"]).sort_by("base_offset")
-    clock = Clock(batches["base_offset"].to_numpy(), batches["append_time_ms"].to_numpy())
+    clock = Clock.of(batches, reader, [first, *(gap.snapshot_end_offset - 1 for gap in known.gaps)])
     partitions = reader.history_rows("partitions", (), ["topic_id", "topic_name", "partition_id", "from_offset",
                                                         "deleted", "isr", "replicas", "leader"])
     versions = _PartitionVersions.of(partitions)
@@ -135,7 +155,7 @@ def build_timeline(reader: WarehouseReader) -> Timeline:
     brokers = broker_spans(reader.history_rows("brokers", (), ["broker_id", "from_offset", "deleted", "fenced",
                                                                "in_controlled_shutdown"]))
     return Timeline(
-        first_offset=first, last_offset=last, clock=clock,
+        known=known, clock=clock,
         brokers=brokers,
         under_replicated=versions.count(versions.under_replicated()).timed(clock),
         under_min_isr=versions.under_min_isr(min_isr).timed(clock),

@@ -127,12 +127,11 @@ class WarehouseReader:
         """What the warehouse answers, the one definition every place that states it uses (the explorer's
         header and timeline, `/api/v1/clusters/{c}`, the refusals of `image` and the rest): from its first
         published image to the last offset read, the append time of each, the last published image and the
-        gaps (TimeTravelError: no image yet)."""
+        gaps (TimeTravelError: no image yet). Its times are `time_at`'s (a snapshot's: its last log time)."""
         first_row, last_row = self.published_range()
         first = self._first_publish(first_row)
         last = max(last_row, self._answered_after(last_row))
-        return Known(first, last, last_row, self.gaps(), self._provenance(first).log_time_ms,
-                     self._provenance(last).log_time_ms)
+        return Known(first, last, last_row, self.gaps(), self.time_at(first), self.time_at(last))
 
     def first_image(self) -> ImageRow:
         """The first `images` row: a snapshot, or where the log's images start being written."""
@@ -228,8 +227,14 @@ class WarehouseReader:
             offset = first.offset
         return min(offset, last)
 
+    def time_at(self, offset: int) -> int:
+        """`offset_times` of one offset (one read of the few `batches` rows near it)."""
+        return self.offset_times([offset])[offset]
+
     def offset_times(self, offsets: Sequence[int]) -> dict[int, int]:
-        """The append time (ms) of the batch holding each offset; -1 where no batch row covers it."""
+        """The time (ms) known at each offset, the one rule every place that shows one follows: the append time
+        of the batch holding it, else, at a snapshot's offset (a history that starts at one, a gap's bridge:
+        no batch read holds it), the snapshot's last contained log time; -1 where neither is known."""
         if not offsets:
             return {}
         where = [Where("last_offset", ">=", min(offsets)), Where("base_offset", "<=", max(offsets))]
@@ -240,6 +245,9 @@ class WarehouseReader:
         for offset in offsets:
             at = int(np.searchsorted(bases, offset, side="right")) - 1
             result[offset] = int(times[at]) if at >= 0 and lasts[at] >= offset else -1
+        if unheld := sorted({offset for offset, time_ms in result.items() if time_ms < 0}):
+            snapshots = self.scan(IMAGES, [Where("offset", "in", unheld)], ["offset", "log_time_ms"]).to_pylist()
+            result.update({row["offset"]: row["log_time_ms"] for row in snapshots})
         return result
 
     # -- images ---------------------------------------------------------------------------------------

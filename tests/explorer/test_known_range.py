@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from kraftlake.explorer.words import between
 from kraftlake.lake.history import iso_time
 from kraftlake.lake.pipeline import MetadataPipeline
 from kraftlake.lake.reader import WarehouseReader
@@ -24,7 +25,7 @@ from tests.explorer.conftest import KRAFTLAKE, client_for
 from tests.lake.reader_loop import run as cli
 from tests.replay.builders import MV, T, apply_records, data, uuid
 
-HEADER = re.compile(r"history: offsets (\d+)–(\d+)")
+HEADER = re.compile(r"history: offsets (\d+)–(\d+)")  # then the times and the gaps
 
 
 def gap_warehouse(path: Path) -> Warehouse:
@@ -55,9 +56,16 @@ def assert_every_place_agrees(warehouse: Warehouse) -> tuple[int, int]:
     assert [(gap["first"], gap["last"]) for gap in api["gaps"]] == [(gap.first, gap.last) for gap in known.gaps]
     timeline = client.get("/api/v1/clusters/demo/timeline").json()
     assert (timeline["first_offset"], timeline["last_offset"]) == (first, last)
+    assert (timeline["first_time"], timeline["last_time"]) == (known.first_time_ms, known.last_time_ms)
+    assert known.first_time_ms > 0 and known.last_time_ms >= known.first_time_ms
+    for offset, time_ms in ((first, known.first_time_ms), (last, known.last_time_ms)):
+        assert client.get(f"/api/v1/clusters/demo/offset?at={offset}").json()["time"] == iso_time(time_ms)
     page = client.get("/clusters/demo")
     header = HEADER.search(page.text)
     assert header is not None and (int(header[1]), int(header[2])) == (first, last), page.text[:500]
+    stated = f" · {between(known.first_time_ms, known.last_time_ms)}" + "".join(
+        f" · gap {gap.first}–{gap.last}" for gap in known.gaps)
+    assert page.text[header.end():].startswith(stated + "</span>"), page.text[header.start():header.end() + 200]
     assert cli(["image", "--warehouse", warehouse.uri, "--at-offset", str(first)])[0] == 0
     code, _, err = cli(["image", "--warehouse", warehouse.uri, "--at-offset", str(last + 1)])
     assert code == 2 and f": {known.describe()}" in err, err
