@@ -30,11 +30,10 @@ at the file, beside the query and never inside a micro-batch (`PublishedViews`: 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +61,6 @@ from kraftlake.settings.errors import SettingsError
 from kraftlake.settings.flags import MaterializeConfig
 from kraftlake.settings.fleet import Fleet, cluster_location, file_stamp, load_fleet
 
-log = logging.getLogger(__name__)
 TOPICS_FILE = "kraftlake-fleet-topics"  # in the checkpoint: every topic the query ever subscribed to
 RELOAD_S = 5.0
 
@@ -252,7 +250,7 @@ class FleetWriter:
                 print(f"materialize: {error} (tried again later)", file=sys.stderr, flush=True)
                 continue
             self.registered.add(name)
-            log.info("catalog: cluster %s registered", name)
+            print(f"materialize: cluster {name}: registered in the catalog", file=sys.stderr, flush=True)
         return sum(1 for name in waiting if name not in self.registered)
 
 
@@ -357,6 +355,7 @@ def _run_query(spark: Any, base: MaterializeConfig, fleet_path: Path, fleet: Fle
     if not writer.writers:
         raise MaterializeError(f"{fleet_path}: no cluster's topic can be read yet (see the lines above)")
     stamp = file_stamp(fleet_path)
+    shown: set[str] = set()
     while True:
         topics = {base.topic} if shared else set(writer.writers)
         query = start(spark, base, subscribed(base.spark_checkpoint, topics), writer)
@@ -373,6 +372,7 @@ def _run_query(spark: Any, base: MaterializeConfig, fleet_path: Path, fleet: Fle
                     fleet, restart = _reload(spark, base, fleet_path, fleet, writer)
                 unregistered = writer.register_new(budget_s=RELOAD_S)
                 views.keep_current(writer.published(fleet), budget_s=RELOAD_S, settled=unregistered == 0)
+                shown = said_shown(views.unioned, shown)
         except Exception as error:
             stopped = writer.failures and all(name in writer.failures for name, _ in writer.writers.values())
             if stopped or isinstance(error, MaterializeError):
@@ -384,6 +384,15 @@ def _run_query(spark: Any, base: MaterializeConfig, fleet_path: Path, fleet: Fle
             views.keep_current(writer.published(fleet))
             return writer.failures
         query.stop()
+
+
+def said_shown(unioned: Mapping[str, object] | None, said: set[str]) -> set[str]:
+    """The clusters the catalog's `default.fleet_*` views show now; one line for each new among them (from then
+    a session on the metastore sees it)."""
+    shown = set(unioned or ())
+    for name in sorted(shown - said):
+        print(f"materialize: cluster {name}: in the catalog's fleet_* views", file=sys.stderr, flush=True)
+    return shown
 
 
 def _reload(spark: Any, base: MaterializeConfig, path: Path, fleet: Fleet, writer: FleetWriter) -> tuple[Fleet, bool]:
