@@ -39,10 +39,11 @@ from kraftlake.bridge.publisher import (
 )
 from kraftlake.follow.client import FollowError
 from kraftlake.follow.observer import CommittedBatch, FetchedSnapshot, Observer, ObserverConfig
-from kraftlake.follow.status import Gap, Status, write_status
+from kraftlake.follow.status import Status, noticed, write_status
 from kraftlake.follow.tail import DirectoryTail, TailConfig
 from kraftlake.records.batch import decode_batch
 from kraftlake.records.topic import encode_snapshot_key, ends_snapshot, starts_snapshot
+from kraftlake.replay.visibility import Gap
 from kraftlake.settings import DEFAULT_STALL_SECONDS
 
 log = logging.getLogger(__name__)
@@ -219,11 +220,10 @@ class Follower:
             return
         batches = item.batches
         source = f"snapshot {item.snapshot_id.file_name()}"
-        if self.published_offset >= 0 and item.snapshot_id.end_offset - 1 > self.published_offset:
-            gap = Gap(self.published_offset + 1, item.snapshot_id.end_offset - 1, item.snapshot_id.file_name(),
-                      time.time())
+        if (bridged := item.snapshot_id.bridges(self.published_offset)) is not None:
+            gap = Gap(*bridged, item.snapshot_id.end_offset, item.snapshot_id.epoch, int(time.time() * 1000))
             self.gaps.append(gap)
-            log.warning("follow: %s", gap.describe())
+            log.warning("follow: %s", noticed(gap))
         if not batches or not starts_snapshot(decode_batch(batches[0].raw, source)) or not ends_snapshot(
             decode_batch(batches[-1].raw, source)
         ):

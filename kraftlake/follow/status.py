@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
+from kraftlake.replay.visibility import Gap
+
 
 class StatusError(Exception):
     """No status to show: the message names the file."""
@@ -63,21 +65,6 @@ def offsets_behind(progress: Progress) -> int | None:
 
 
 @dataclass(frozen=True)
-class Gap:
-    """Offsets the follower never read: Kafka deleted them before it got there, and a snapshot bridged them."""
-
-    first: int
-    last: int
-    snapshot: str  # the snapshot's file name (`<end offset>-<epoch>.checkpoint`)
-    noticed_at: float  # epoch seconds
-
-    def describe(self) -> str:
-        noticed = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.noticed_at))
-        return (f"gap: offsets {self.first}-{self.last} were deleted by Kafka before they were read; snapshot "
-                f"{self.snapshot} bridges them (noticed {noticed})")
-
-
-@dataclass(frozen=True)
 class Status:
     line: str  # the position line as logged: offset, high watermark, lag, leader
     published_offset: int  # the topic holds the log up to here
@@ -114,7 +101,13 @@ class Status:
             state = f"STALLED: {reason} (threshold {self.stall_after_s:g} s); {where}"
         else:
             state = f"FOLLOWING: {where}"
-        return [state, *(gap.describe() for gap in self.gaps)]
+        return [state, *(noticed(gap) for gap in self.gaps)]
+
+
+def noticed(gap: Gap) -> str:
+    """A gap's line: the warehouse's words for the same gap (`replay.visibility.Gap`), and when it was noticed."""
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(gap.noticed_at_ms / 1000))
+    return f"gap: {gap.describe()}; noticed {at}"
 
 
 def write_status(path: Path, status: Status) -> None:

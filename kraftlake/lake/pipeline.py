@@ -144,9 +144,9 @@ class MetadataPipeline:
             return None
         self.commit()
         gap = None
-        read_through = max(self.loaded_offset, self.sink.history_through())
-        if read_through >= 0 and end - 1 > read_through:
-            gap = Gap(read_through + 1, end - 1, snapshot_id.end_offset, snapshot_id.epoch, int(time.time() * 1000))
+        bridged = snapshot_id.bridges(max(self.loaded_offset, self.sink.history_through()))
+        if bridged is not None:
+            gap = Gap(*bridged, snapshot_id.end_offset, snapshot_id.epoch, int(time.time() * 1000))
             self.gaps.append(gap)
             log.warning("gap recorded in %s: %s", self.sink.warehouse.uri, gap.describe())
         self.loader.load_snapshot(batches, snapshot_id, source)

@@ -33,6 +33,14 @@ class SnapshotId:
     def file_name(self) -> str:
         return f"{self.end_offset:020d}-{self.epoch:010d}.checkpoint"
 
+    def bridges(self, read_through: int) -> tuple[int, int] | None:
+        """The offsets this snapshot bridges after a reader read the log through `read_through` (-1: nothing
+        read, so nothing is bridged): from the first one not read to the one before the snapshot's own offset
+        (`end_offset - 1`, whose state it holds); None when the log reaches the snapshot. What a warehouse's
+        `gaps` row and a follower's status both record."""
+        first, last = read_through + 1, self.end_offset - 2
+        return (first, last) if read_through >= 0 and first <= last else None
+
 
 BOOTSTRAP_ID = SnapshotId(0, 0)  # bootstrap.checkpoint: offsets from 0, written before any leader (epoch 0)
 
