@@ -34,7 +34,8 @@ class Gap(BaseModel):
 
 
 class HistoryRange(BaseModel):
-    """What the warehouse can answer: its first and last published image, and the holes in between."""
+    """What the warehouse answers (the reader's known range): from its first published image to the last offset
+    read, their times (ISO-8601 UTC; a snapshot's: its last contained log time), and the gaps in between."""
 
     cluster: str
     first_offset: int
@@ -167,7 +168,8 @@ class Quiet(BaseModel):
 
 class TimelineOut(BaseModel):
     """The history between `from_time` and `to_time` (epoch ms): each series' points inside the window and
-    the one before it, thinned to the highest and last point per pixel-sized bucket when there are more."""
+    the one before it, thinned to the highest and last point per pixel-sized bucket when there are more.
+    `first_offset` … `last_time` are the known range, as `/clusters/{c}` states it (times in epoch ms)."""
 
     first_offset: int
     last_offset: int
