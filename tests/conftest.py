@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 pytest_plugins: list[str] = [
     "tests.fixtures.broker", "tests.fixtures.spark", "tests.fixtures.browser", "tests.fixtures.s3",
@@ -10,6 +11,11 @@ pytest_plugins: list[str] = [
     "tests.fixtures.prometheus", "tests.fixtures.alertmanager", "tests.timing",
     "tests.lifetimes",
 ]
+
+# No property test has a per-example deadline (Hypothesis' default is 200 ms): on a loaded machine an example can
+# take longer with nothing wrong, and a test must not depend on the machine's speed.
+settings.register_profile("kraftlake", deadline=None)
+settings.load_profile("kraftlake")
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "kafka-samples"
 # Fixtures that start a JVM (Kafka, Spark) or a server process: a test using one is marked `jvm`, and

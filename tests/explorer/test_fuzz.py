@@ -65,7 +65,7 @@ def test_no_server_error_and_one_line_refusals(api_schema: Any, mode: Generation
     operations = [result.ok() for result in api_schema.get_all_operations()]
     assert len(operations) >= 10
     for operation in operations:
-        fuzz = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
+        fuzz = settings(max_examples=EXAMPLES, derandomize=True, database=None,
                         suppress_health_check=list(HealthCheck))(
             given(case=operation.as_strategy(generation_mode=mode))(lambda case: check(case, mode)))
         try:

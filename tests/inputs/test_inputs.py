@@ -33,7 +33,7 @@ TEXTS = st.one_of(
 
 
 @pytest.mark.parametrize("parser", sorted(PARSERS))
-@settings(max_examples=400, deadline=None, derandomize=True)
+@settings(max_examples=400, derandomize=True)
 @given(text=TEXTS)
 @example(text="²")
 @example(text="١٢")
@@ -49,7 +49,7 @@ def test_any_text_parses_or_is_refused_in_one_line_naming_the_parameter(parser: 
         assert line.startswith(f"{NAMES[parser]} ") and "\n" not in line and len(line) < 200
 
 
-@settings(max_examples=400, deadline=None, derandomize=True)
+@settings(max_examples=400, derandomize=True)
 @given(text=TEXTS)
 def test_a_number_is_ascii_digits_within_int64(text: str) -> None:
     stripped = text.strip(" ")

@@ -67,7 +67,7 @@ def wire_head(api_key: int, version: int) -> bytes:
 PADS = st.tuples(*[st.integers(0, 3)] * 5)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(st.lists(st.tuples(strategies.metadata_record(), PADS, st.integers(0, 2), st.integers(0, 2)),
                 min_size=1, max_size=6))
 def test_longer_varints_decode_like_kafkas_layout(cases: list) -> None:

@@ -104,7 +104,7 @@ def test_every_single_bit_flip_of_a_real_file(samples_dir: Path) -> None:
             check_single_byte_change(samples_dir, SMALL, pos, 1 << bit)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(data=st.data())
 def test_random_byte_change_of_a_real_file(samples_dir: Path, data: st.DataObject) -> None:
     path = data.draw(st.sampled_from(FILES))
@@ -112,7 +112,7 @@ def test_random_byte_change_of_a_real_file(samples_dir: Path, data: st.DataObjec
     check_single_byte_change(samples_dir, path, pos, data.draw(st.integers(1, 255)))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(data=st.data())
 def test_truncation_at_any_position(samples_dir: Path, data: st.DataObject) -> None:
     path = data.draw(st.sampled_from(FILES))
@@ -133,7 +133,7 @@ def test_truncation_at_any_position(samples_dir: Path, data: st.DataObject) -> N
     assert_located(error, path, cut_batch.position, cut_batch.base_offset if known else None)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(data=st.data())
 def test_several_changed_bytes_never_give_a_wrong_record(samples_dir: Path, data: st.DataObject) -> None:
     path = data.draw(st.sampled_from(FILES))
@@ -183,7 +183,7 @@ def _synthetic_batches(samples_dir: Path) -> list[bytes]:
     ]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(data=st.data())
 def test_corruption_behind_a_valid_crc_is_a_located_error(samples_dir: Path, data: st.DataObject) -> None:
     """Bytes changed by a buggy writer (the CRC recomputed after the change) still never crash the reader:

@@ -17,7 +17,7 @@ from kraftlake.records.json_form import message_from_json, message_to_json
 from kraftlake.records.schema import StructSchema
 from tests.records import strategies
 
-SETTINGS = settings(max_examples=60, deadline=None)
+SETTINGS = settings(max_examples=60)
 
 
 def _id(case: tuple[StructSchema, int]) -> str:
@@ -101,7 +101,7 @@ def test_whole_batches_round_trip_in_every_codec(case: Any) -> None:
 
 
 @pytest.mark.slow  # make check leaves it to make test
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 @given(st.lists(_batch_cases(), min_size=1, max_size=4))
 def test_concatenated_batches_decode_in_order(cases: list[Any]) -> None:
     batches = []

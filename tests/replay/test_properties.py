@@ -33,7 +33,7 @@ from kraftlake.replay.topics import MIGRATING_DIRECTORY
 from kraftlake.replay.writer import image_records
 from tests.replay.builders import apply_records, uuid
 
-SETTINGS = settings(max_examples=60, deadline=None)
+SETTINGS = settings(max_examples=60)
 BROKER_IDS = st.integers(0, 4)
 NAMES = ("orders", "audit", "clicks", "users")
 MARKERS = (mt.BeginTransactionRecord, mt.EndTransactionRecord, mt.AbortTransactionRecord)
@@ -404,7 +404,7 @@ def test_the_image_at_every_offset_is_the_last_published_at_or_before_it(data: s
             assert content(image) == content(reference_image(batches, expected)), to_offset
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 @given(st.data())
 def test_replaying_a_file_to_any_offset_matches_the_reference(data: st.DataObject) -> None:
     records = data.draw(record_streams())
