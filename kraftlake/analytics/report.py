@@ -43,9 +43,10 @@ class Chart:
 def write_report(
     spark: Any, reader: WarehouseReader, out: Path, from_offset: int | None = None, to_offset: int | None = None
 ) -> Path:
-    """Write the page for offsets [from_offset, to_offset] (default: all); the summary views must be registered."""
-    last = reader.published_range()[1]
-    low, high = -1 if from_offset is None else from_offset, last if to_offset is None else to_offset
+    """Write the page for offsets [from_offset, to_offset] (default: the range the warehouse answers,
+    `WarehouseReader.known`, as the explorer states it); the summary views must be registered."""
+    first, last = reader.known().span()
+    low, high = first if from_offset is None else from_offset, last if to_offset is None else to_offset
     span = spark.sql(f"SELECT min(base_offset) AS first, max(last_offset) AS last, "
                      f"timestamp_millis(min(append_time_ms)) AS t0, timestamp_millis(max(append_time_ms)) AS t1 "
                      f"FROM batches WHERE last_offset >= {low} AND base_offset <= {high}").first()
@@ -75,7 +76,7 @@ def write_report(
     page = _template().render(
         warehouse=reader.uri, plotly_js=get_plotlyjs(), events=events,
         charts=[(chart, chart.html(x_range)) for chart in charts],
-        first_offset=span["first"], last_offset=span["last"], first_time=span["t0"], last_time=end_time,
+        first_offset=low, last_offset=high, first_time=span["t0"], last_time=end_time,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
@@ -185,7 +186,8 @@ def text_report(spark: Any, reader: WarehouseReader) -> str:
     snapshots = sum(image.snapshot for image in images)
     lines += [
         "",
-        f"images published: {len(images)} (offsets {images[0].offset}..{images[-1].offset}"
+        f"history: {reader.known().describe()}",
+        f"image rows: {len(images)} (offsets {images[0].offset}..{images[-1].offset}"
         + (f", {snapshots} from snapshots" if snapshots else "") + ")",
     ]
     lines += _kraft_features(spark)

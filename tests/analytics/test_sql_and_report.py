@@ -85,6 +85,8 @@ def test_report_renders_every_chart_in_a_browser(spark, chromium, warehouse: War
     register_views(spark, WarehouseReader(warehouse))
     page = write_report(spark, WarehouseReader(warehouse), tmp_path / "report.html")
     assert "<script src=" not in page.read_text()  # nothing to fetch at view time
+    first, last = WarehouseReader(warehouse).known().span()  # the range it states: the one the warehouse answers
+    assert f" · offsets {first}..{last} · " in page.read_text()
     rendered = chromium.render(page, tmp_path / "report.png")
     for chart in CHART_IDS:
         assert re.search(rf'id="{chart}"[^>]*js-plotly-plot', rendered.dom), f"chart {chart} was not drawn"

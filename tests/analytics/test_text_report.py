@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kraftlake.analytics.report import text_report
 from kraftlake.lake.ingest import ingest
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
+from kraftlake.replay.errors import ReplayError
 from kraftlake.replay.log_replay import replay_paths
 
 SAMPLE = "Niloufar1171_LDI-POC"
@@ -22,5 +25,11 @@ def test_report_counts_and_time_travel(spark, samples_dir: Path, tmp_path: Path)
     assert int(lines["partitions"][1]) == image.topics.partition_count()
     assert int(lines["topics"][1]) == len(image.topics.by_id)
     assert int(lines["brokers"][1]) == len(image.cluster.brokers)
-    assert "images published: 3 (offsets 1999..4928)" in text
+    # the range it states is the one the warehouse answers and Kafka's log does: refused just before it
+    first, last = WarehouseReader(warehouse).known().span()
+    assert f"history: images answer offsets {first}..{last}\n" in text and last == 4928
+    assert replay_paths([samples_dir / SAMPLE], to_offset=first).image.provenance.offset == first
+    with pytest.raises(ReplayError, match=f"offset {first - 1} "):
+        replay_paths([samples_dir / SAMPLE], to_offset=first - 1)
+    assert "image rows: 3 (offsets 1999..4928)" in text  # image_every: images held while catching up
     assert text.count("  at offset ") in (2, 3)
