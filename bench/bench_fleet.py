@@ -188,6 +188,38 @@ and the unions still grow with the fleet: the goal (a cluster added visible in `
 200th) is not met and was not measured at 200 here. Next: the cluster's views over Delta paths (no table
 registered before it is visible, the tables registered later), and one set of fleet tables with a `cluster`
 column, so a cluster added changes no DDL but a row of `fleet_clusters`.
+
+**The 200-cluster run of 2026-12-03, 16:05-16:39 UTC** (the table above: `KRAFTLAKE_BENCH_FLEET_CLUSTERS=200
+KRAFTLAKE_BENCH_FLEET_STEADY_S=300 nice -n 10`, the shared topic with 4 partitions; load average 3.9 at the
+start, 20-40 during the catch-up, when another engineer's full test suite ran until about 16:22, then 15-27 in
+the window). Where the time goes, from `py-spy record` (20 Hz, 25-30 s) of the job's driver during the keep-up
+wait and the window, and two `jstack`s of its JVM 10 s apart:
+- *The job does not keep up* (p50 70 s; 710 changes still waiting 60 s after the window). Its foreachBatch
+  thread was busy in 82 % of the window's samples (492 of 600): 66 % of those in `MetadataPipeline.commit`, each
+  cluster's Delta writes (delta-rs appends, `write_deltalake`, and merges, `TableMerger.execute`, about equal) and
+  the maintenance after a commit (`Maintainer.on_commit`: `compact_if_due`, `small_files` reading add actions,
+  a quarter of the commit); 13 % reading a cluster's log back (`TopicReplay._load_log`); 11 % in
+  `paused_collector`'s exit (the garbage collection it defers). Yet the job's tree had 45 % of a core: the
+  two cores were shared with the follower (31 %), the Kafka nodes (24 %), this benchmark (10 %) and the (6)
+  polls (`kraftlake sql --fleet` over 201 clusters, 24-36 s each, about one core for 160 s of the window), so
+  the thread waited for a core more than it ran. The driver's main thread beside it was in the catalog in 65 %
+  of its samples (`copy_table`, `copy_view`: Py4J calls), competing for the GIL. The JVM was nearly idle (0.8 s
+  of CPU in 10 s on the Py4J gateway's thread, the Kafka source's tasks under 0.1 s).
+- *The cluster added mid-run*: in `kraftlake sql --fleet` after 158 s: its writer started 17.7 s after the
+  write (the driver's loop reads the file between catalog rounds), its backlog's image was published 87 s
+  after its commit (the job's `behind` line), then the poll's own 24-36 s. Not in the job's catalog within
+  270 s: registration is first come, first served, 72 clusters were registered at the write and 84 at the end
+  (12 in 270 s, about 22 s a cluster at that load, against 4 s in bench_registration alone), and the fleet
+  views are rewritten only once no cluster waits to be registered, so the 201st waits for the other 116.
+- *The follower*: 31 % of a core (goal 15 %) for 403 batches/s appended (every cluster's NoOp each 500 ms),
+  805 threads (about 4 a cluster); not profiled in this run.
+- *The fleet question*: 15.5 s start to answer at load 6, just after the job stopped (bench_sql: 9.16 s over
+  200 clusters at load 0.3).
+- *The job's stop*: exit 0 in 44 s (the 12-02 run was killed after 120 s; a stop now registers nothing).
+- Next: fewer Delta commits a cluster (each change and each idle publish is a commit per table, and maintenance
+  after it), a cluster added registered before the backlog of clusters already written (or the fleet's tables
+  one set with a `cluster` column, so a cluster added is a row), the (6) polls spaced out, and the follower
+  profiled at 200 clusters.
 """
 
 CLUSTERS = int(os.environ.get("KRAFTLAKE_BENCH_FLEET_CLUSTERS", "50"))
@@ -544,7 +576,7 @@ class AddedCluster(threading.Thread):
                 seconds(self.sql_s), "s", f"fleet file written → its {self.partitions} partitions in "
                 f"fleet_partitions (waited {ADD_TIMEOUT_S:.0f} s at most); {polls}"
                 + (f"; a poll failed: {self.failure[:300]}" if self.failure else "")),
-            row("(6)     in the job's catalog (`default.fleet_*`)", seconds(catalog), "s",
+            row("(6)     in the job's catalog (`default.fleet_*`)", seconds(catalog), "" if catalog is None else "s",
                 f"the job's lines after the write: {job}; clusters registered in the catalog: "
                 f"{self.registered_before} at the write, {self.registered()} at the end"),
             row(f"goal: a cluster added mid-run in fleet_* <= {GOAL_ADD_S:g} s, both ways",
