@@ -70,6 +70,7 @@ import heapq
 import json
 import os
 import random
+import re
 import signal
 import statistics
 import subprocess
@@ -488,7 +489,8 @@ class KafkaTraffic(threading.Thread):
             self.queryable.committed(self.name, topic_offset(self.node, topic), "kafka", committed)
 
 
-REGISTERED, IN_FLEET_VIEWS = "registered in the catalog", "in the catalog's fleet_* views"  # the job's lines
+# the job's lines (`jobs/fleet.py`): under `catalog:`, never `cluster NAME:`, the prefix of a cluster's one error line
+CATALOG_LINE, REGISTERED, IN_FLEET_VIEWS = "materialize: catalog: cluster {} ", "registered", "in the fleet_* views"
 
 
 class AddedCluster(threading.Thread):
@@ -510,8 +512,9 @@ class AddedCluster(threading.Thread):
         self.sql_s: float | None = None
         self.polls: list[float] = []  # each `kraftlake sql` process's seconds
         self.failure = ""
-        self.lines = {f"materialize {name}: ": "its writer started", f"materialize: cluster {name}: {REGISTERED}":
-                      "its tables registered", f"materialize: cluster {name}: {IN_FLEET_VIEWS}": "in fleet_*"}
+        line = CATALOG_LINE.format(name)
+        self.lines = {f"materialize {name}: ": "its writer started", line + REGISTERED: "its tables registered",
+                      line + IN_FLEET_VIEWS: "in fleet_*"}
         self.seen: dict[str, float] = {}  # what the job said -> seconds after the write
         self.registered_before = 0  # clusters the catalog had when the file was written
         self._read = 0
@@ -548,7 +551,8 @@ class AddedCluster(threading.Thread):
 
     def registered(self) -> int:
         """Clusters registered in the job's catalog so far, by its lines."""
-        return self.job_log.read_text(errors="replace").count(REGISTERED)
+        pattern = re.escape(CATALOG_LINE.format("@")).replace("@", r"\S+") + REGISTERED
+        return len(re.findall(pattern, self.job_log.read_text(errors="replace")))
 
     def _look_at_log(self) -> None:
         with self.job_log.open("rb") as job_log:

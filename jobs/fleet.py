@@ -250,7 +250,7 @@ class FleetWriter:
                 print(f"materialize: {error} (tried again later)", file=sys.stderr, flush=True)
                 continue
             self.registered.add(name)
-            print(f"materialize: cluster {name}: registered in the catalog", file=sys.stderr, flush=True)
+            print(f"materialize: catalog: cluster {name} registered", file=sys.stderr, flush=True)
         return sum(1 for name in waiting if name not in self.registered)
 
 
@@ -391,7 +391,7 @@ def said_shown(unioned: Mapping[str, object] | None, said: set[str]) -> set[str]
     a session on the metastore sees it)."""
     shown = set(unioned or ())
     for name in sorted(shown - said):
-        print(f"materialize: cluster {name}: in the catalog's fleet_* views", file=sys.stderr, flush=True)
+        print(f"materialize: catalog: cluster {name} in the fleet_* views", file=sys.stderr, flush=True)
     return shown
 
 
