@@ -348,12 +348,14 @@ class PublishedViews:
         self.unioned: dict[str, dict[str, str]] | None = None  # the clusters (and labels) the fleet views show
 
     def keep_current(self, clusters: Mapping[str, tuple[WarehouseReader, Mapping[str, str]]],
-                     budget_s: float | None = None, settled: bool = True) -> None:
+                     budget_s: float | None = None) -> None:
         """Refresh the clusters due (all of them, whatever `refresh_s`, when `budget_s` is None: at the end of a
-        run), then the fleet views if what they show changed and the clusters have `settled` (none waits to be
-        registered: each fleet view's DDL resolves every cluster's, so re-creating them as each of fifty
-        clusters appears kept the driver's JVM busy for minutes). `clusters`: name -> (reader, labels), each
-        with its tables registered."""
+        run; never looked at first, then in `clusters`' order), then the fleet views if what they show changed,
+        whether or not other clusters still wait to be registered: after a run's first round the unions get
+        their new text in the metastore (`create_fleet_views`), about a second at 200 clusters, so a cluster
+        added is in `fleet_*` in the round after its views (waiting for the fleet to settle, one added mid-run
+        to 200 was not in `fleet_*` after 270 s). `clusters`: name -> (reader, labels), each with its tables
+        registered."""
         started = self.clock()
         waited = sorted(clusters, key=lambda name: self.looked.get(name, float("-inf")))
         for name in waited:
@@ -363,7 +365,7 @@ class PublishedViews:
             self.looked[name] = self.clock()
             self._try(f"cluster {name}'s views", partial(self._refresh, name, clusters[name][0]))
         shown = {name: dict(labels) for name, (_, labels) in clusters.items() if name in self.pinned}
-        if shown and shown != self.unioned and (settled or budget_s is None):
+        if shown and shown != self.unioned:
             # the summaries once a run (this kraftlake's SQL), then only what names the clusters
             union = partial(create_fleet_views, self.session, self.views, shown, first_round=self.unioned is None)
             if self._try(f"the fleet views ({', '.join(sorted(shown))})", union):

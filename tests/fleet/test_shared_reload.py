@@ -78,3 +78,25 @@ def test_a_stop_registers_nothing_the_end_of_a_run_would(
     assert writer.registered == set() and "register" not in capsys.readouterr().err  # not even tried
     writer.flush()  # the end of a run tries (here, with no Spark session, that is one line and a later try)
     assert "cannot register cluster alpha" in capsys.readouterr().err
+
+
+def test_a_cluster_added_is_registered_before_those_waiting_and_one_removed_keeps_its_warehouse(
+    running: tuple[Path, MaterializeConfig, FleetWriter], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """alpha, there from the start, still waits to be registered (here every try fails: no Spark session) when
+    beta is added: beta is tried first, and alpha keeps its place behind it. alpha then removed: no longer
+    written, its warehouse left as it is."""
+    path, base, writer = running
+    for name in ("alpha", "beta"):
+        Warehouse(cluster_location(base.warehouse, name)).create()
+    write(path, "kraftlake-fleet", "alpha", "beta")
+    fleet, _ = _reload(None, base, path, load_fleet(path), writer)
+    writer.register_new()
+    tried = [line.split("cluster ")[1].split(":")[0] for line in capsys.readouterr().err.splitlines()]
+    assert tried == ["beta", "alpha"]
+
+    write(path, "kraftlake-fleet", "beta")
+    _reload(None, base, path, fleet, writer)
+    assert writer.clusters() == {"beta"} and set(writer.readers) == {"beta"}
+    assert "materialize: cluster alpha left the fleet file: no longer written" in capsys.readouterr().err
+    assert Warehouse(cluster_location(base.warehouse, "alpha")).exists()
