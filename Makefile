@@ -56,9 +56,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Two pytest processes (pytest-xdist): much of the suite waits on Kafka and Spark; tests/lifetimes.py groups the
+# tests that share a slow server into one process and ends each server after its last test there.
 test: install typecheck docs
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -m "not long"
+	$(BIN)/python -m pytest -q -m "not long" -n 2 --dist loadgroup
 
 # The tests that take minutes each (marker `long`): run before a release, or after a change to what they cover.
 test-long: install
