@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 
 class OffsetNotKnown(Exception):
@@ -72,7 +73,19 @@ class Known:
         if self.first_image is None:
             return f"no image is published yet (offsets read through {self.last_offset})"
         gaps = "".join(f", except {gap.first}..{gap.last} (a gap)" for gap in self.gaps)
-        return f"images answer offsets {self.first_image}..{self.last_offset}{gaps}"
+        times = f" ({time_span(self.first_time_ms, self.last_time_ms)})" if self.last_time_ms >= 0 else ""
+        return f"images answer offsets {self.first_image}..{self.last_offset}{times}{gaps}"
+
+
+def time_span(first_ms: int, last_ms: int) -> str:
+    """`2026-11-27 02:13:40 → 02:14:15 UTC`: the times of a range as every place that states one says them (the
+    second's date only when it is another day; "time unknown" for -1)."""
+    def stamp(time_ms: int, form: str) -> str:
+        return datetime.fromtimestamp(time_ms / 1000, UTC).strftime(form) if time_ms >= 0 else "time unknown"
+
+    day, second = "%Y-%m-%d", "%Y-%m-%d %H:%M:%S"
+    same_day = first_ms >= 0 and stamp(first_ms, day) == stamp(last_ms, day)
+    return f"{stamp(first_ms, second)} → {stamp(last_ms, '%H:%M:%S' if same_day else second)} UTC"
 
 
 def gap_holding(offset: int, gaps: Sequence[Gap]) -> Gap | None:

@@ -27,9 +27,10 @@ from kraftlake.explorer.app import Page, Size, cluster_of
 from kraftlake.explorer.clusters import Clusters
 from kraftlake.explorer.errors import NotFound
 from kraftlake.explorer.service import Explorer
-from kraftlake.explorer.words import CONFIG_ORIGIN, acl, between, plural, when, when_iso, word
+from kraftlake.explorer.words import CONFIG_ORIGIN, acl, plural, when, when_iso, word
 from kraftlake.image_schema.tables import TABLES
 from kraftlake.lake.history import iso_time
+from kraftlake.replay.visibility import time_span
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True,
@@ -127,7 +128,7 @@ def columns_of(table: str) -> list[str]:
 TEMPLATES.filters["combine"] = lambda first, second: {**first, **second}
 TEMPLATES.globals.update(cell=cell, show=show, history_key=history_key, tab_titles=TAB_TITLES, tabs=TABS,
                          iso_time=iso_time, columns_of=columns_of, plural=plural, when=when, when_iso=when_iso,
-                         acl=acl, between=between)
+                         acl=acl, between=time_span)
 
 
 # what a topic's and a broker's partition lists show (the topic's id and name are the page's own)

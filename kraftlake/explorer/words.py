@@ -97,17 +97,6 @@ def when(time_ms: int, now_ms: int | None = None) -> str:
     return f"{stamp} ({duration(apart)} ago)" if apart > 0 else f"{stamp} (in {duration(-apart)})"
 
 
-def between(first_ms: int, last_ms: int) -> str:
-    """`2026-11-27 02:13:40 → 02:14:15 UTC`: two times as the header states a range (the second's date only when
-    it is another day; "time unknown" for -1)."""
-    def stamp(time_ms: int, form: str) -> str:
-        return datetime.fromtimestamp(time_ms / 1000, UTC).strftime(form) if time_ms >= 0 else "time unknown"
-
-    day, second = "%Y-%m-%d", "%Y-%m-%d %H:%M:%S"
-    same_day = first_ms >= 0 and stamp(first_ms, day) == stamp(last_ms, day)
-    return f"{stamp(first_ms, second)} → {stamp(last_ms, '%H:%M:%S' if same_day else second)} UTC"
-
-
 def when_iso(text: str | None) -> str:
     """`when` of an ISO-8601 time as the CLI's JSON writes it ("" stays "")."""
     if not text:

@@ -12,6 +12,7 @@ from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
 from kraftlake.replay.errors import ReplayError
 from kraftlake.replay.log_replay import replay_paths
+from kraftlake.replay.visibility import time_span
 
 SAMPLE = "Niloufar1171_LDI-POC"
 
@@ -26,8 +27,10 @@ def test_report_counts_and_time_travel(spark, samples_dir: Path, tmp_path: Path)
     assert int(lines["topics"][1]) == len(image.topics.by_id)
     assert int(lines["brokers"][1]) == len(image.cluster.brokers)
     # the range it states is the one the warehouse answers and Kafka's log does: refused just before it
-    first, last = WarehouseReader(warehouse).known().span()
-    assert f"history: images answer offsets {first}..{last}\n" in text and last == 4928
+    known = WarehouseReader(warehouse).known()
+    (first, last), times = known.span(), time_span(known.first_time_ms, known.last_time_ms)
+    assert f"history: images answer offsets {first}..{last} ({times})\n" in text and last == 4928
+    assert "time unknown" not in times  # the sample's batches carry their append times
     assert replay_paths([samples_dir / SAMPLE], to_offset=first).image.provenance.offset == first
     with pytest.raises(ReplayError, match=f"offset {first - 1} "):
         replay_paths([samples_dir / SAMPLE], to_offset=first - 1)

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.explorer.words import between
 from kraftlake.lake.history import iso_time
 from kraftlake.lake.pipeline import MetadataPipeline
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
 from kraftlake.records import SnapshotId
 from kraftlake.replay.image import Provenance
+from kraftlake.replay.visibility import time_span
 from kraftlake.replay.writer import snapshot_batches
 from tests.explorer.conftest import KRAFTLAKE, client_for
 from tests.lake.reader_loop import run as cli
@@ -63,12 +63,13 @@ def assert_every_place_agrees(warehouse: Warehouse) -> tuple[int, int]:
     page = client.get("/clusters/demo")
     header = HEADER.search(page.text)
     assert header is not None and (int(header[1]), int(header[2])) == (first, last), page.text[:500]
-    stated = f" · {between(known.first_time_ms, known.last_time_ms)}" + "".join(
+    stated = f" · {time_span(known.first_time_ms, known.last_time_ms)}" + "".join(
         f" · gap {gap.first}–{gap.last}" for gap in known.gaps)
     assert page.text[header.end():].startswith(stated + "</span>"), page.text[header.start():header.end() + 200]
     assert cli(["image", "--warehouse", warehouse.uri, "--at-offset", str(first)])[0] == 0
     code, _, err = cli(["image", "--warehouse", warehouse.uri, "--at-offset", str(last + 1)])
     assert code == 2 and f": {known.describe()}" in err, err
+    assert f"offsets {first}..{last} ({time_span(known.first_time_ms, known.last_time_ms)})" in err, err  # and times
     if first > 0:
         code, _, err = cli(["image", "--warehouse", warehouse.uri, "--at-offset", str(first - 1)])
         assert code == 2 and f"before the first published image (offset {first})" in err, err
