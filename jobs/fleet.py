@@ -18,7 +18,8 @@ names the topic and the key.
 
 The fleet file is looked at every few seconds: a cluster added whose topic exists joins the query (stopped
 and started again on the same checkpoint; Spark's source starts a new topic at its first offset); on the
-shared topic it joins without a restart (its messages are in the topic already: its writer reads them back). A cluster
+shared topic it joins without a restart (its messages are in the topic already: its writer reads them back at
+once, `FleetWriter.catch_up`, not at its next message, which a log that stopped growing never sends). A cluster
 removed is no longer written; its topic stays subscribed, because Spark's checkpoint holds its offsets and a
 topic dropped from the subscription would be reported as data loss. Each cluster's tables are registered in
 the catalog (`kraftlake.fleet.catalog`) once its warehouse exists (a cluster added while the job runs before
@@ -120,9 +121,15 @@ class FleetWriter:
         self.readers: dict[str, WarehouseReader] = {}  # cluster -> a reader of its warehouse, for the catalog's views
         self.joined: dict[str, int] = {}  # cluster -> the reload it joined at (0: the run's start)
         self.reloads = 0
+        self.unread: set[str] = set()  # joined the running shared topic, nothing of theirs read yet (`catch_up`)
+        self.lock = threading.Lock()  # a micro-batch's, and the driver loop's changes to the writers
         self.unnamed_seen = False  # a shared topic's message whose key names no cluster was reported
 
     def add(self, fleet: Fleet, name: str) -> None:
+        with self.lock:
+            self._add(fleet, name)
+
+    def _add(self, fleet: Fleet, name: str) -> None:
         config = cluster_config(self.base, fleet, name)
         self.joined[name] = self.reloads
         partitions = fleet.clusters[name].shared_partitions
@@ -136,6 +143,8 @@ class FleetWriter:
                 topic_source(config.bootstrap_servers, config.topic, config.cluster_id, key=name),
                 f"{config.topic} partition {partition} key {name}")
             self.writers[name] = (name, writer)
+            if self.reloads:  # the stream is past its messages so far
+                self.unread.add(name)
         self.readers[name] = WarehouseReader(Warehouse(config.warehouse, dict(config.storage_options)))
         observers = [] if self.observe is None else [self.observe(name)]
         if self.say is not None:
@@ -152,12 +161,17 @@ class FleetWriter:
         """The cluster left the fleet file: no longer written; its observers are told (its stop line, its series
         unregistered); its warehouse, and its tables and views in the catalog, stay as they are (its history), and
         it leaves the fleet views."""
+        with self.lock:
+            self._remove(name)
+
+    def _remove(self, name: str) -> None:
         for route in [route for route, (cluster, _) in self.writers.items() if cluster == name]:
             _, writer = self.writers.pop(route)
             if writer.observer is not None:
                 writer.observer.left()
         self.readers.pop(name, None)
         self.joined.pop(name, None)
+        self.unread.discard(name)
         self.partitions.pop(name, None)
         self.logs.pop(name, None)
 
@@ -180,6 +194,10 @@ class FleetWriter:
                 if name in self.registered and name in fleet.clusters}
 
     def __call__(self, frame: Any, batch_id: int) -> None:
+        with self.lock:
+            self._write_batch(frame)
+
+    def _write_batch(self, frame: Any) -> None:
         if self.shared:
             self.write_shared(split_by_cluster(frame))
         else:
@@ -205,6 +223,19 @@ class FleetWriter:
                                 "cluster's order holds only within one partition")
             elif name in self.writers:
                 self.write(name, messages)
+
+    def catch_up(self) -> None:
+        """Each cluster that joined the running shared topic reads back its part of it now, unless a micro-batch
+        had its messages first (`MicroBatchWriter.catch_up`): from the driver's loop, as the stream may have
+        nothing new to hand it; a failure stops that cluster alone."""
+        with self.lock:
+            for name in sorted(self.unread):
+                writer = self.writers[name][1]
+                try:
+                    writer.catch_up()
+                except Exception as error:
+                    self.fail(name, writer.failure or concise_failure(str(error)))
+            self.unread.clear()
 
     def write(self, route: str, messages: list[TopicMessage]) -> None:
         name, writer = self.writers[route]
@@ -381,6 +412,7 @@ def _run_query(spark: Any, base: MaterializeConfig, fleet_path: Path, fleet: Fle
                 if file_stamp(fleet_path) != stamp or waiting:
                     stamp = file_stamp(fleet_path)
                     fleet, restart = _reload(spark, base, fleet_path, fleet, writer)
+                    writer.catch_up()
                 writer.register_new(budget_s=RELOAD_S)
                 views.keep_current(writer.published(fleet), budget_s=RELOAD_S)
                 shown = said_shown(views.unioned, shown)

@@ -190,6 +190,14 @@ class MicroBatchWriter:
         """Publish an offset-only image still held (the topic is drained)."""
         self.replay.flush()
 
+    def catch_up(self) -> None:
+        """Replay and publish what the topic holds now, when this writer has read nothing yet: a writer that
+        joins a running stream (a fleet's cluster added on the shared topic) is handed none of the messages
+        the stream read before, and would wait for the cluster's next one (for good, for a log that has
+        stopped growing) before it read them back."""
+        if self.replay.pipeline is None:
+            self._noting_failure(self.replay.flush)
+
     def _noting_failure(self, step: Callable[[], None]) -> None:
         try:
             step()

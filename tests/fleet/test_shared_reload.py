@@ -85,12 +85,13 @@ def test_a_cluster_added_is_registered_before_those_waiting_and_one_removed_keep
 ) -> None:
     """alpha, there from the start, still waits to be registered (here every try fails: no Spark session) when
     beta is added: beta is tried first, and alpha keeps its place behind it. alpha then removed: no longer
-    written, its warehouse left as it is."""
+    written, its warehouse left as it is; beta, on the running shared topic, is to read its part back."""
     path, base, writer = running
     for name in ("alpha", "beta"):
         Warehouse(cluster_location(base.warehouse, name)).create()
     write(path, "kraftlake-fleet", "alpha", "beta")
     fleet, _ = _reload(None, base, path, load_fleet(path), writer)
+    assert writer.unread == {"beta"}
     writer.register_new()
     tried = [line.split("cluster ")[1].split(":")[0] for line in capsys.readouterr().err.splitlines()]
     assert tried == ["beta", "alpha"]

@@ -34,7 +34,7 @@ from kraftlake.records.topic import cluster_partition, decode_key, snapshot_of, 
 from kraftlake.settings.fleet import cluster_location
 from tests.harness.followers import REPO, log_batches
 from tests.jobs.running import into_micro_batches
-from tests.lake.warehouse_state import warehouse_contents
+from tests.lake.warehouse_state import last_published, warehouse_contents
 
 pytestmark = pytest.mark.integration
 PARTITIONS = 2
@@ -229,3 +229,53 @@ def test_the_job_killed_mid_micro_batch_then_restarted_equals_each_cluster_inges
     alpha_reference = Warehouse(tmp_path / "alpha")
     assert without_images(warehouse_contents(shared.warehouse("imposter"))) == without_images(
         warehouse_contents(alpha_reference))
+
+
+def test_a_cluster_added_to_a_running_job_is_written_at_once_and_one_removed_keeps_its_history(
+    shared: Shared, tmp_path: Path
+) -> None:
+    """A job over the shared topic with beta only; then the file names alpha instead, while it runs. The topic
+    gets nothing new meanwhile (its followers are done): alpha's writer reads back its part of the topic at once,
+    not at a next message that never comes (the catalog's part: test_shared_reload, and tests/fleet/test_catalog's
+    cluster added); beta is no longer written and keeps its history."""
+    base = textwrap.dedent(f"""\
+        warehouse_root = "{tmp_path / 'lake'}"
+        checkpoint = "{tmp_path / 'checkpoint'}"
+        topic = "{shared.topic}"
+        topic_partitions = {PARTITIONS}
+        """)
+    file = tmp_path / "fleet.toml"
+
+    def names(*clusters: str) -> None:
+        temporary = file.with_suffix(".tmp")
+        temporary.write_text(base + "".join(f'\n[clusters.{name}]\nmetadata_dir = "{shared.directory(name)}"\n'
+                                            for name in clusters))
+        temporary.replace(file)
+
+    def warehouse(name: str) -> Warehouse:
+        return Warehouse(cluster_location(str(tmp_path / "lake"), name))
+
+    names("beta")
+    log = tmp_path / "materialize.log"
+    command = kraftlake_process("materialize", "--fleet", str(file), "--bootstrap-servers", shared.bootstrap,
+                                "--no-coalesce-backlog")
+    running = subprocess.Popen(command, cwd=REPO, env=env(), stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    try:
+        into_micro_batches(running, tmp_path / "lake" / "beta", random.Random(36))
+        names("alpha")
+        alpha = max(log_batches(shared.directory("alpha")))
+        deadline = time.monotonic() + WAIT_S
+        while (last_published(tmp_path / "lake" / "alpha") or -1) < alpha:
+            assert running.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.5)
+    finally:
+        running.send_signal(signal.SIGTERM)
+        running.wait(180)
+    lines = log.read_text().splitlines()
+    assert running.returncode == 0, lines[-30:]
+    assert "materialize: cluster beta left the fleet file: no longer written" in lines
+    for name in ("alpha", "beta"):  # beta's history is its log's still
+        reference = Warehouse(tmp_path / "reference" / name)
+        ingest(shared.samples / SAMPLES[name], reference)
+        assert without_images(warehouse_contents(warehouse(name))) == without_images(
+            warehouse_contents(reference)), name
