@@ -145,7 +145,7 @@ class _Diff:
 def _diff(rows: pa.Table, key: Sequence[str]) -> _Diff:
     ordered = rows.sort_by("from_offset")  # stable: the order of the versions at one offset is kept
     count = ordered.num_rows
-    previous = _previous_versions(ordered, key)
+    previous = previous_versions(ordered, key)
     deleted = ordered["deleted"].to_numpy(zero_copy_only=False).astype(bool)
     had = np.zeros(count, dtype=bool)
     had[previous >= 0] = ~deleted[previous[previous >= 0]]
@@ -161,7 +161,7 @@ def _diff(rows: pa.Table, key: Sequence[str]) -> _Diff:
     return _Diff(ordered, previous, had | ~deleted, change, listed, texts)
 
 
-def _previous_versions(ordered: pa.Table, key: Sequence[str]) -> np.ndarray:
+def previous_versions(ordered: pa.Table, key: Sequence[str]) -> np.ndarray:
     """For each row, the row of the same key's version just before it (-1: the key's first)."""
     count = ordered.num_rows
     previous = np.full(count, -1, dtype=np.int64)
