@@ -53,3 +53,7 @@ def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
     terminalreporter.section("time per test folder")
     for line in _TIMES.lines():
         terminalreporter.write_line(line)
+    processes = terminalreporter.config.getoption("numprocesses", None)
+    if processes:  # pytest-xdist: the folders' times add up what the processes did side by side
+        terminalreporter.write_line(f"(summed over {processes} processes running side by side: the run's own "
+                                    "time is on pytest's last line)")
