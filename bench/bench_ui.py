@@ -12,6 +12,10 @@ and are timed at the client (server-side work plus a loopback round trip), each 
 (5) a diff between two moments 1 hour apart (`/api/.../changes?from=T&to=T+1h`), one page. Goal <= 1 s.
 (6) a moment never asked before: the first request of the `/image` page at each of 20 images of the churn
     (issue 37), after (1)-(5), in random order. Goal p50 <= 0.3 s, p99 <= 1 s.
+(7) the cursor dragged across the whole history in Chromium (Playwright), left to right in `DRAG_STEPS`
+    drags: each moment its card shows (offset, epoch, topic and partition counts, under-replicated and
+    offline partitions, broker states) against what `kraftlake image --at-offset` answers there
+    (`tests.explorer.drag`, which the browser test runs on a small warehouse).
 
 The first request of (1), (4) and (5) at a moment builds what later ones reuse (the image read through
 `WarehouseReader.image_at`, the timeline, the changes): it is reported apart as "cold". The server's RSS is
@@ -24,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -42,6 +47,7 @@ from kraftlake.lake.gc_pause import paused_collector
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
 from kraftlake.records.batch import decode_batch
+from tests.explorer.drag import cli_moment, drag_across
 
 # Kept under the table when BENCHMARKS.md is regenerated: the runs that changed the design.
 NOTES = """\
@@ -93,6 +99,7 @@ CHURN_SECONDS = 2 * 3600  # of log time
 BATCH_EVERY_MS = 2000
 IMAGE_EVERY_MS = 120_000
 REPEAT = 20
+DRAG_STEPS = 6
 # p50 and p99 goals, seconds
 GOALS = {"first screen": (0.3, 0.3), "topic partitions": (0.2, 0.2), "partition history": (0.2, 0.2),
          "timeline": (1.0, 1.0), "diff 1 h": (1.0, 1.0), "new moment": (0.3, 1.0)}
@@ -167,6 +174,28 @@ def figures(name: str, times: list[float], cold: float | None = None) -> list[di
     return rows
 
 
+def dragged(warehouse: Warehouse, base: str) -> list[dict[str, Any]]:
+    """(7): the cursor dragged across the history, and each moment it showed checked against the CLI."""
+    from playwright.sync_api import sync_playwright
+
+    began = time.perf_counter()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
+                                             args=["--no-sandbox"])
+        try:
+            shown = drag_across(browser.new_context(viewport={"width": 1400, "height": 900}).new_page(), base,
+                                DRAG_STEPS)
+        finally:
+            browser.close()
+    took = time.perf_counter() - began
+    moments = {moment.offset: moment for moment in shown}
+    wrong = [offset for offset, moment in moments.items() if moment != cli_moment(warehouse, offset)]
+    return [row("(7) cursor dragged across the history, every moment shown", took,
+                notes=f"{DRAG_STEPS} drags, offsets {', '.join(map(str, moments))}"),
+            row("(7) moments equal to kraftlake image --at-offset", "all" if not wrong else f"NOT at {wrong}", "",
+                f"{len(moments)} moments, each checked by 3 CLI processes")]
+
+
 def iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -226,6 +255,7 @@ def run() -> list[dict[str, Any]]:
             current, peak = rss_mb(process.pid)
             rows.append(row("three users paging through three moments at once", time.perf_counter() - began,
                             notes=f"RSS then {current:.0f} MiB, peak {peak:.0f} MiB (goal < 1024)"))
+            rows += dragged(warehouse, base)
         finally:
             process.terminate()
             process.wait(30)

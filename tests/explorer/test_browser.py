@@ -16,6 +16,7 @@ import pytest
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.warehouse import Warehouse
 from tests.explorer.conftest import KRAFTLAKE, screenshot
+from tests.explorer.drag import cli_moment, drag_across
 
 CASES = {
     # warehouse fixture, cluster name, a topic to open, a broker to open
@@ -156,4 +157,19 @@ def test_cursor_pages_and_deep_links(case: str, request: pytest.FixtureRequest, 
     page.focus("[data-testid=timeline] svg")
     page.keyboard.press("Shift+ArrowRight")
     page.wait_for_function(f"() => Number(new URL(location.href).searchParams.get('at')) > {typed}")
+    assert page.errors == []
+
+
+def test_every_moment_the_dragged_cursor_shows_is_the_cli_answer(demo_warehouse: Warehouse, running_ui: Any,
+                                                                 page: Any) -> None:
+    """The cursor dragged across the whole history, left to right: each moment its card states (offset,
+    epoch, topic and partition counts, under-replicated and offline partitions, broker states) is what
+    `kraftlake image --at-offset` answers there (`make bench ui` does the same at 1M partitions)."""
+    ui = running_ui(demo_warehouse, "--name", "demo")
+    shown = drag_across(page, ui.base, steps=3)
+    first, last = WarehouseReader(demo_warehouse).known().span()
+    offsets = [moment.offset for moment in shown]
+    assert offsets[0] == first and offsets[-1] == last and offsets == sorted(offsets) and len(set(offsets)) > 2
+    for moment in {moment.offset: moment for moment in shown}.values():  # one CLI process per offset shown
+        assert moment == cli_moment(demo_warehouse, moment.offset)
     assert page.errors == []
