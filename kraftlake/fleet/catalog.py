@@ -42,7 +42,8 @@ import re
 import socket
 import time
 from collections.abc import Callable, Mapping
-from functools import partial
+from dataclasses import dataclass
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -144,8 +145,9 @@ def copy_table(spark: Any, like: str, schema: str, name: str, location: str) -> 
     template = _entry(external, like, name)
     if template is None:
         return False
-    uri = catalog.makeQualifiedPath(spark._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.stringToURI(location))
-    storage = _copied(template.storage(), locationUri=spark._jvm.scala.Some(uri))
+    jvm = _classes(spark._jvm)
+    uri = catalog.makeQualifiedPath(jvm.catalog_utils.stringToURI(location))
+    storage = _copied(template.storage(), locationUri=jvm.some(uri))
     external.createTable(_copied(template, identifier=_identifier(spark, schema, name), storage=storage,
                                  createTime=int(time.time() * 1000)), False)
     return True
@@ -276,7 +278,7 @@ def copy_view(spark: Any, like: str, schema: str, name: str, sql: str, comment: 
     template = _entry(external, like, name)
     if template is None:
         return False
-    some = spark._jvm.scala.Some
+    some = _classes(spark._jvm).some
     identifier = _identifier(spark, schema, name)
     changes: dict[str, Any] = {"viewText": some(sql), "viewOriginalText": some(sql)}  # the text read, as given
     if comment is not None:
@@ -310,18 +312,42 @@ def _entry(external: Any, schema: str, name: str) -> Any | None:
 
 
 def _identifier(spark: Any, schema: str, name: str) -> Any:
-    return spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, spark._jvm.scala.Some(schema))
+    jvm = _classes(spark._jvm)
+    return jvm.table_identifier(name, jvm.some(schema))
+
+
+@dataclass(frozen=True)
+class _Classes:
+    """The JVM classes a copy names, looked up once per gateway: each step of `spark._jvm.org.apache…` is a Py4J
+    round trip holding the driver's GIL beside the micro-batches."""
+
+    some: Any
+    table_identifier: Any
+    catalog_utils: Any
+
+
+@cache
+def _classes(jvm: Any) -> _Classes:
+    catalyst = jvm.org.apache.spark.sql.catalyst
+    return _Classes(jvm.scala.Some, catalyst.TableIdentifier, catalyst.catalog.CatalogUtils)
 
 
 def _copied(case_class: Any, **changes: Any) -> Any:
-    """A Scala case class with `changes` (field name -> value), through its `copy`."""
-    names, fields = case_class.productElementNames(), []
-    while names.hasNext():
-        fields.append(names.next())
-    values = [case_class.productElement(index) for index in range(len(fields))]
-    for field, value in changes.items():
-        values[fields.index(field)] = value
-    return case_class.copy(*values)
+    """A Scala case class with `changes` (field name -> value), through its `copy`; its field names read once per
+    class (walking them was 40-odd Py4J calls a copy), only the fields kept read from it."""
+    kind = case_class.productPrefix()
+    if (fields := _FIELDS.get(kind)) is None:
+        names, fields = case_class.productElementNames(), []
+        while names.hasNext():
+            fields.append(names.next())
+        _FIELDS[kind] = fields
+    if unknown := set(changes) - set(fields):
+        raise ValueError(f"{kind} has no field {', '.join(sorted(unknown))}")
+    return case_class.copy(*(changes[field] if field in changes else case_class.productElement(index)
+                             for index, field in enumerate(fields)))
+
+
+_FIELDS: dict[str, list[str]] = {}  # a case class's field names, by its name (`productPrefix`)
 
 
 def _labels_sql(labels: Mapping[str, str]) -> str:
