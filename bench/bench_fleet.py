@@ -47,9 +47,9 @@ NoOp image waits up to `idle_publish_seconds`, 10 s, by design). The job runs wi
 trigger, idle publish 10 s, coalesced backlog).
 
 (6) 30 s into the window one more directory cluster, its week's backlog built with the others' and its
-controller going on at the same pace from the start (unmeasured: a NoOp every 500 ms is what makes the job's
-writer for a new cluster read its part of the shared topic back; with the backlog alone, published before the
-job looked at the file, it waited for a message that never came), is appended to the fleet file the follower
+controller going on at the same pace from the start (unmeasured, as a real controller never stops; the job's
+writer for a cluster that joins the shared topic reads its part back as soon as the job sees the file changed,
+where until 2026-12-03 it waited for the cluster's next message), is appended to the fleet file the follower
 and the job read (written whole, then renamed in place); from that write until (a) `kraftlake sql --fleet
 fleet.toml --json` (DataFusion, a process, polled one after the other) answers with every one of its
 partitions in `fleet_partitions`, and (b) the job's log says the catalog's `default.fleet_*` views show it (its
@@ -221,6 +221,44 @@ wait and the window, and two `jstack`s of its JVM 10 s apart:
   after it), a cluster added registered before the backlog of clusters already written (or the fleet's tables
   one set with a `cluster` column, so a cluster added is a row), the (6) polls spaced out, and the follower
   profiled at 200 clusters.
+
+**A cluster added mid-run, before and after (issue 36), 20 clusters, 2026-12-03 18:52-19:08 UTC**
+(`KRAFTLAKE_BENCH_FLEET_CLUSTERS=20 KRAFTLAKE_BENCH_FLEET_STEADY_S=120 nice -n 10`, the shared topic, 4 partitions;
+"before" is the code of commit 1885ee0 run from a worktree of it, "after" commits 0584b36 and 291e5d4 with the
+stream's columns chosen in the plan; load average 11.2 / 16.7 at the start / end before, 14.0 / 18.9 after,
+other engineers' suites on the same 2 cores):
+
+| measure | before | after |
+|---|---|---|
+| (6) cluster added → in `kraftlake sql --fleet` | 21.1 s | 9.6 s |
+| (6) cluster added → its writer started / its tables registered | 12.0 s / not seen | 1.5 s / 20.7 s |
+| (6) cluster added → in the catalog's `fleet_*` | NOT reached in 270 s | 27.9 s |
+| clusters registered in the catalog at the write / at the end (271 s / 93 s after it) | 3 / 19 | 4 / 8 |
+| (3) commit → queryable p50 / p99 | 1.87 / 6.55 s | 2.18 / 8.24 s |
+| (4) catch-up / then until the job keeps up | 138 s / 8 s | 179 s / 24 s |
+| (2) job CPU / RSS | 65 % / 1,434 MiB | 65 % / 1,583 MiB |
+| (5) fleet question over 21 clusters (the same code) | 13.2 s | 4.9 s |
+
+Before, the added cluster waited behind the clusters still unregistered since the start (first come, first
+served), and the fleet views were rewritten only once none waited: 16 registrations of about 17 s each at that
+load (after: about 23 s each, the unions' new text now in most rounds beside them). After, a cluster added
+is registered first (`FleetWriter.newest_first`) and the unions get their new text in the round after its
+views, whoever still waits; its writer reads its part of the shared topic back as soon as
+the job sees the file changed (`FleetWriter.catch_up`; before, at its next message, 12 s later here, never for a
+log that stopped growing). The rest of the table moves with the load (the catch-up and commit → queryable are
+the same code in both). Where the time goes now, `py-spy record` of the job's driver (20 Hz, 60 s of the steady
+window, "after"): the foreachBatch thread busy in 16 % of the samples, of those 74 % in the clusters' Delta
+commits (`DeltaSink.write`: appends 58 % of it, the `images` rows alone 23 %; merges into the current tables
+35 %), 9 % in `Maintainer.on_commit` (`compact_if_due` reading add actions), 10 % decoding and replaying, 10 %
+splitting the micro-batch (`DataFrame.toArrow`, the Python lists; its per-batch `select`, a dozen Py4J calls, is
+now in the query's plan); the main thread busy in 16 %: registration and the views' copies about equally, and
+within a table's copy (`copy_table`) more than half was Py4J bookkeeping (the case class's field names walked
+anew at each copy, `spark._jvm.org.apache…` resolved anew, each step a round trip holding the GIL), now looked
+up once (commit 9aa185f, after this run: the Python CPU of a table's copy 6-7 → 5 ms, measured apart; a copy's
+wall time is the metastore's, 0.2-0.5 s a table at that load, unchanged). Next, in the lake's writer
+(`kraftlake.lake.sink`, `pipeline`): an offset-only image every `idle_publish_seconds` (10 s) per idle cluster is
+two appends and their maintenance, at 200 clusters 20 images a second whatever changes; a change is a merge per
+current table it touches (about 0.1 s each here, from the samples) and three appends.
 """
 
 CLUSTERS = int(os.environ.get("KRAFTLAKE_BENCH_FLEET_CLUSTERS", "50"))
