@@ -135,32 +135,3 @@ def test_a_table_that_went_quiet_is_compacted_by_the_sweep(tmp_path: Path) -> No
         pipeline.commit()
     assert len(warehouse.table(history).file_uris()) == 1
     assert WarehouseReader(warehouse).image_at(log[-1].last_offset).canonical_json(None) == during
-
-
-def test_a_compacted_history_file_holds_its_rows_in_key_order(tmp_path: Path) -> None:
-    """A `_history` table's compacted file is sorted by key, then offset: its row groups' key ranges do not
-    overlap (a key's versions prune every other row group), no row is lost or doubled, and a key's versions
-    keep their offset order."""
-    warehouse = Warehouse(tmp_path / "warehouse")
-    warehouse.create()
-    name, rng = history_name("partitions"), random.Random(7)
-    topics = [wire.uuid_to_text(rng.randbytes(16)) for _ in range(3_000)]
-    written = []
-    for first in range(0, 5 * 8_000, 8_000):
-        rows = [{"topic_id": rng.choice(topics), "partition_id": rng.randrange(10), "leader": rng.randrange(6),
-                 "from_offset": first + n, "deleted": False} for n in range(8_000)]
-        write_deltalake(warehouse.table_uri(name), pa.Table.from_pylist(rows, schema=history_schema("partitions")),
-                        mode="append")
-        written += rows
-    assert compact_if_due(warehouse, name, warehouse.table(name), POLICY, above=0)
-    [uri] = warehouse.table(name).file_uris()
-    stored = pq.read_table(uri).select(["topic_id", "partition_id", "from_offset", "leader"]).to_pylist()
-    key = [(r["topic_id"], r["partition_id"], r["from_offset"]) for r in stored]
-    assert key == sorted(key) and len(set(key)) == len(written)
-    assert sorted(stored, key=lambda r: r["from_offset"]) == [
-        {c: r[c] for c in ("topic_id", "partition_id", "from_offset", "leader")} for r in written]
-    metadata = pq.ParquetFile(uri).metadata
-    column = metadata.schema.to_arrow_schema().get_field_index("topic_id")
-    ranges = [(group.column(column).statistics.min, group.column(column).statistics.max)
-              for group in (metadata.row_group(i) for i in range(metadata.num_row_groups))]
-    assert metadata.num_row_groups > 1 and all(high <= low for (_, high), (low, _) in pairwise(ranges))
