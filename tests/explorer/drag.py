@@ -87,7 +87,7 @@ def shown_moment(page: Any) -> Moment:
 
 def drag_across(page: Any, base: str, steps: int) -> list[Moment]:
     """Open the timeline at `base` and drag its cursor from the left edge of the plot to the right in `steps`
-    drags; after each, the moment the cursor card states once it shows the settled offset."""
+    drags; after each, the moment the cursor card states once it names the offset the cursor settled on."""
     page.goto(f"{base}/")
     page.wait_for_selector("[data-testid=cursor]")
     plot = page.locator("[data-testid=timeline-plot]").bounding_box()
@@ -101,6 +101,12 @@ def drag_across(page: Any, base: str, steps: int) -> list[Moment]:
         page.mouse.down()
         page.mouse.move(x, y, steps=4)
         page.mouse.up()
-        page.wait_for_selector("[data-testid=at-cursor] .card", timeout=MOMENT_TIMEOUT_MS)
+        # the settled offset, then its card (a card an earlier summary was still fetching is not this one)
+        page.wait_for_function("() => /^offset \\d+ /.test(document.querySelector('[data-testid=cursor-readout]')"
+                               ".textContent)", timeout=MOMENT_TIMEOUT_MS)
+        offset = page.locator("[data-testid=cursor-readout]").inner_text().split()[1]
+        page.wait_for_function("title => [...document.querySelectorAll('[data-testid=at-cursor] .card h2')]"
+                               ".some(h => h.textContent === title)", arg=f"At offset {offset}",
+                               timeout=MOMENT_TIMEOUT_MS)
         shown.append(shown_moment(page))
     return shown
