@@ -51,35 +51,40 @@ from tests.explorer.drag import cli_moment, drag_across
 
 # Kept under the table when BENCHMARKS.md is regenerated: the runs that changed the design.
 NOTES = """\
-The table above (issue 37): load 11.8 at the start, 8-14 during. The warehouse was built once in
-`BENCH_UI_DIR` (186 s at load 2-6; 785 s at load 10 on 2026-11-27) and kept for the profile and the reruns.
-Where the time goes (py-spy, 1M partitions, before the change, load 6): a moment read whole is
-`image_at` 1.6-2.8 s plus `image_view` 1.5-2.7 s. `image_at` reads the newest image checkpoint, at offset
-562,112 in the middle of the bootstrap (511k partition rows; the next one is due once the history since holds
-as many rows), plus the 450k history rows since, and applies them; `image_view` sorted 100k topic names in
-Python (30% of the samples), dictionary-encoded 1M rows (20%), and the cyclic collector ran through all of it
-(22% of every profile). Now a moment not cached is moved from the cached image nearest to it
-(`WarehouseReader.moves`, `moved_view`): forward, the history between is read (0.03-0.08 s for 1-6k changed
-partitions) and the changed rows' flags and topic counts are replaced (0.05-0.28 s); the 1M rows themselves
-are put together only when a page needs them (0.45 s of a move, cProfile). (6) new moment: p50 met; p99 NOT
-met (1.16 s): a moment before every cached one moves backward, which also reads the changed keys' earlier
-versions: a scan of the 1M-row partitions history (1.1-2.7 s under load 11-20), since those rows are in
-offset order and no file or row-group statistics of `topic_id` can prune them. The first moment of the
-process is still read whole ((1) cold: 3.4-3.6 s; 7.8 s at load 23).
-(3) partition history: p50 met here (0.15-0.29 s over today's three runs, load 12-25), p99 NOT met
-(0.30 s): the same key scan (`_key_rows`' first pass over `topic_id`, `partition_id`, `from_offset` of all 1M
-history rows, 0.26 s of a 0.29 s call under cProfile at load 6), then Delta log refreshes (after this run the
-reader reads the published range once per request: 8 -> 6 refreshes, not yet measured here). (4) timeline cold
-NOT met (1.95 s; 7.27 s on 2026-11-27): it reads every partition version (1M rows with their lists and
-names, 29% of its samples) and turns the 100k topic creations into events in Python (35%); the collector's
-passes are gone. RSS: peak 996 MiB after the runs and 1,002 MiB with three users at three moments, under the
-1 GiB goal (1,315 MiB on 2026-11-27: a 1M-row `image_at` transient beside two cached images), but narrowly:
-the run before at load 24 peaked at 1,110 MiB (three moved images' rows put together at once).
-Next steps: history files ordered by key within each compacted offset range (or bloom filters on the
-key), so a key's versions prune files and row groups (partition history, backward moves); an image
-checkpoint after a bootstrap, so the first moment reads one checkpoint and a bounded history; per-image
-counts written by the sink, so the timeline reads a row per image. Not measured: the 20,000-image long-run
-warehouse and S3 (SeaweedFS); `kraftlake image --at-offset` in a fresh process still reads the image whole.
+The table above (issue 37, 2026-12-03): another host than the runs before (AMD EPYC, 2 cores; those: Intel
+Xeon), shared with two agents' suites and the fleet benchmark: load 18 at the start, 17-26 during (the rerun
+after it, at load 53-82, gave only (7)). Figures no change touched moved too ((2) p99 0.006 -> 0.022 s, (5) warm
+p99 0.029 -> 0.317 s), so the rows are no before/after; the before/after below ran side by side. The
+warehouse: built once (806 s at load 20-30) and kept in `BENCH_UI_DIR`. Rows (1)-(6) and RSS: 19:15-19:20
+UTC; (7): the module's whole rerun at 19:40-19:49 UTC (load 53-82; its other rows 3-10x these, not kept).
+Tried and reverted (measured net worse): `_history` files compacted in key order within segments of 8 row
+groups, so a key's versions prune the other row groups. Same warehouse in both layouts, one process,
+interleaved, process CPU at load 17-26: 10 partition histories 0.55-0.71 s (offset order: 1.35-1.56 s), but 10
+forward moves 0.73-0.90 s (0.38-0.50), 5 backward moves 3.98-4.65 s (2.29-3.00), `image_at` up to 3.1 s
+(1.3-3.5): an offset range decodes whole segments, `apply_changes` loses its in-offset-order path, and the
+~900 keys changed in 2 minutes of churn (5k in 10) fall in every row group of a segment anyway. This module
+at load 18 agreed: (3) p50 0.151 vs 0.301 s, (6) p50/p99 0.69/3.41 vs 0.49/2.87 s, (1) cold 19.4 vs 8.3 s.
+Where the time goes now. (3) partition history and (6) a move back, NOT met: both still read the changed
+keys' versions from the whole partitions history (one compacted file of 1,009,815 rows, 62 row groups in
+offset order): a key's read decodes its key columns in every row group (0.25 s of wall at load 13 for a
+move's ~900 keys, then 0.83 s for their whole rows); a columnar layout cannot prune for hundreds of random
+keys, so the next step is a different read: the version before each change kept with it (a move back then
+reads only the history between), or an image checkpoint right after a bootstrap. (4) timeline cold, NOT met
+(2.2 s): `build_timeline` takes 0.84-0.89 s of CPU (2.3-2.5 s before the events were compared over whole
+columns; the same 100,001 events and series), its wall here 1.7-1.9 s in a warm process at load 14-17; cold,
+the first reads of the history tables wait for the CPU (in one process: 8.0 s wall, 2.3 s CPU, 5.1 s of it in
+scans, load 17); next, per-image counts written by the sink so it reads a row per image. (7) NOT equal at 4
+of 6 moments (also in the 19:07 UTC run with the key-ordered layout: not the layout's doing): the card's
+under-replicated count is read from the series points the API thins for drawing (a bucket per pixel of the
+whole window: the churn's 2 hours are one bucket of the 1.5-year axis, so the card said 0 at offset 1,105,297,
+where thousands are); the card should take the counts at its offset from the server (the image summary).
+Also seen there:
+the card's title reads the cursor's offset after its fetch, so a card still loading when the next drag began
+was titled 'At offset null' (the check now waits for the card naming the settled offset). RSS: peak 829 MiB
+after the runs and with three users, under the 1 GiB goal. Not measured: the 20,000-image long-run
+warehouse and S3 (SeaweedFS).
+Before (2026-12-02 05:14 UTC, Intel Xeon, load 11.8): (1) 0.027/0.064 s, cold 3.6 s; (3) 0.151/0.304 s;
+(4) cold 1.95 s; (5) 0.013/0.029 s, cold 0.82 s; (6) 0.181/1.16 s; peak RSS 996-1,002 MiB.
 
 Earlier runs of this module (2026-11-27, same machine, 1M partitions): 04:13 UTC at load 13-29: first
 screen 0.159 / 0.296 s, a topic's partitions 0.067 / 0.208 s (a filter over the 1M-row table), a diff's
