@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 
 import pytest
+from _pytest.nodeid import NodeId
 
 SERVERS = frozenset({"kafka_broker", "spark", "spark_cluster", "kafka_cluster", "kafka_cluster_factory",
                      "operator_scenario", "s3_store", "chromium", "browser", "postgres",
@@ -32,12 +33,16 @@ def in_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the group into the nodeid's suffix
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test's unit as its xdist group, in the id's `@group` suffix the controller schedules by. xdist 3.8
+    writes that suffix into `item._nodeid`, which pytest 9 no longer reads (its id is `item._id`), so without
+    this every test would be a unit of its own."""
     if in_worker(config) and config.getvalue("loadgroup"):
         units = _units(items)
         for item in items:
             item.add_marker(pytest.mark.xdist_group(units[item.nodeid]))
+            item._id = NodeId.parse(f"{item.nodeid}@{units[item.nodeid]}")
 
 
 def _units(items: list[pytest.Item]) -> dict[str, str]:

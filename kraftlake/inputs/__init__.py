@@ -24,9 +24,21 @@ class InputError(ValueError):
     validator that raises it is refused the way its framework refuses bad values (FastAPI: 422)."""
 
     def __init__(self, name: str, text: str, reason: str) -> None:
-        shown = text if len(text) <= MAX_SHOWN_CHARS else f"{text[:MAX_SHOWN_CHARS]}… ({len(text)} characters)"
-        super().__init__(f"{name} {shown!r}: {reason}")
+        super().__init__(f"{name} {_shown(text)!r}: {reason}")
         self.name = name
+
+
+def _shown(text: str) -> str:
+    """What the line quotes of a refused text: at most MAX_SHOWN_CHARS of its escaped form (a control or unprinted
+    character counts as its escape, up to 10 characters), and its length when cut, so the line stays short."""
+    if len(repr(text)) - 2 <= MAX_SHOWN_CHARS:
+        return text
+    kept = ""
+    for char in text:
+        if len(repr(kept + char)) - 2 > MAX_SHOWN_CHARS:
+            break
+        kept += char
+    return f"{kept}… ({len(text)} characters)"
 
 
 def integer(name: str, text: str, low: int = INT64_MIN, high: int = INT64_MAX, what: str = "an integer") -> int:
