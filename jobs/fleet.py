@@ -123,16 +123,15 @@ class FleetWriter:
         self.joined: dict[str, int] = {}  # cluster -> the reload it joined at (0: the run's start)
         self.reloads = 0
         self.unread: set[str] = set()  # joined the running shared topic, nothing of theirs read yet (`catch_up`)
-        self.lock = threading.Lock()  # a micro-batch's, and the driver loop's changes to the writers
+        # cluster -> held while its writer writes: a micro-batch's part, or the driver loop's catch-up (not the
+        # whole micro-batch: at 200 clusters one lasted minutes, and the loop's reload waited for it)
+        self.locks: dict[str, threading.Lock] = {}
         self.unnamed_seen = False  # a shared topic's message whose key names no cluster was reported
 
     def add(self, fleet: Fleet, name: str) -> None:
-        with self.lock:
-            self._add(fleet, name)
-
-    def _add(self, fleet: Fleet, name: str) -> None:
         config = cluster_config(self.base, fleet, name)
         self.joined[name] = self.reloads
+        self.locks[name] = threading.Lock()
         partitions = fleet.clusters[name].shared_partitions
         if partitions is None:
             writer = MicroBatchWriter(config, self.spark)
@@ -156,16 +155,12 @@ class FleetWriter:
             writer.watched_by(Observers(*observers))
 
     def clusters(self) -> set[str]:
-        return {name for name, _ in self.writers.values()}
+        return {name for name, _ in list(self.writers.values())}
 
     def remove(self, name: str) -> None:
         """The cluster left the fleet file: no longer written; its observers are told (its stop line, its series
         unregistered); its warehouse, and its tables and views in the catalog, stay as they are (its history), and
         it leaves the fleet views."""
-        with self.lock:
-            self._remove(name)
-
-    def _remove(self, name: str) -> None:
         for route in [route for route, (cluster, _) in self.writers.items() if cluster == name]:
             _, writer = self.writers.pop(route)
             if writer.observer is not None:
@@ -195,17 +190,13 @@ class FleetWriter:
                 if name in self.registered and name in fleet.clusters}
 
     def __call__(self, frame: Any, batch_id: int) -> None:
-        with self.lock:
-            self._write_batch(frame)
-
-    def _write_batch(self, frame: Any) -> None:
         if self.shared:
             self.write_shared(split_by_cluster(frame))
         else:
             for topic, messages in split_by_topic(frame).items():
                 if topic in self.writers:
                     self.write(topic, messages)
-        if self.writers and all(name in self.failures for name, _ in self.writers.values()):
+        if (clusters := self.clusters()) and clusters <= set(self.failures):
             raise MaterializeError("every cluster stopped")
 
     def write_shared(self, parts: dict[tuple[str, int], list[TopicMessage]]) -> None:
@@ -228,24 +219,26 @@ class FleetWriter:
     def catch_up(self) -> None:
         """Each cluster that joined the running shared topic reads back its part of it now, unless a micro-batch
         had its messages first (`MicroBatchWriter.catch_up`): from the driver's loop, as the stream may have
-        nothing new to hand it; a failure stops that cluster alone."""
-        with self.lock:
-            for name in sorted(self.unread):
-                writer = self.writers[name][1]
+        nothing new to hand it; a failure stops that cluster alone. Each waits only for its own part of a
+        micro-batch under way (its lock)."""
+        for name in sorted(self.unread):
+            writer = self.writers[name][1]
+            with self.locks[name]:
                 try:
                     writer.catch_up()
                 except Exception as error:
                     self.fail(name, writer.failure or concise_failure(str(error)))
-            self.unread.clear()
+        self.unread.clear()
 
     def write(self, route: str, messages: list[TopicMessage]) -> None:
         name, writer = self.writers[route]
-        if name in self.failures:
-            return
-        try:
-            writer.write(messages)
-        except Exception as error:  # this cluster stops; the micro-batch goes on for the others
-            self.fail(name, writer.failure or concise_failure(str(error)))
+        with self.locks[name]:
+            if name in self.failures:
+                return
+            try:
+                writer.write(messages)
+            except Exception as error:  # this cluster stops; the micro-batch goes on for the others
+                self.fail(name, writer.failure or concise_failure(str(error)))
 
     def refuse(self, name: str, line: str) -> None:
         """Stop a cluster whose part of the micro-batch is refused before its replay sees it: a failed
