@@ -10,7 +10,8 @@ A process runs whole *units*: the whole session when it runs alone, else an xdis
 one worker at once and which runs there in collection order. A test file is a unit of its own, except that the
 files using a server slow to start (`SHARED_UNIT`: the Kafka clusters, the Spark cluster) form one unit, so each
 such server starts once, in one worker. A fixture ends after its last user within the unit; in a worker, the
-two servers nearly every file uses (`WORKER_LONG`) are started once and live to the worker's end instead."""
+servers nearly every file uses, and the object store Spark's sessions keep a filesystem of (`WORKER_LONG`), are
+started once and live to the worker's end instead."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ SERVERS = frozenset({"kafka_broker", "spark", "spark_cluster", "kafka_cluster", 
                      "prometheus"})
 SHARED_UNIT = frozenset({"kafka_cluster_factory", "kafka_cluster", "operator_scenario", "spark_cluster"})
 SHARED_UNIT_NAME = "kafka-and-spark-clusters"
-WORKER_LONG = frozenset({"kafka_broker", "spark"})
+# and the object store: Spark's Hadoop FileSystem cache keeps an S3 filesystem (its endpoint, the store's port) for
+# the session's life, so a store restarted on a new port would be refused to every later Spark read of it
+WORKER_LONG = frozenset({"kafka_broker", "spark", "s3_store"})
 _last_user: dict[tuple[str, str], str] = {}  # (unit, fixture) -> nodeid of the unit's last test using it
 
 
