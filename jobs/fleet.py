@@ -27,6 +27,12 @@ those still waiting since the start), and its persistent views
 (`<cluster>_published`, `default.fleet_*`) are brought to its last published image, both by the loop that looks
 at the file, beside the query and never inside a micro-batch (`PublishedViews`: at most every
 `catalog_refresh_seconds`; each at most `RELOAD_S` a round), and all of them once more when the run ends.
+
+The clusters' writers share one `IdleBudget` (`kraftlake.lake.idle_budget`, the file's
+`idle_publishes_per_second`): an idle cluster's offset-only image, each two Delta appends, waits its turn, so
+the fleet's idle commits are a fixed number a second (at 200 clusters they were 20 a second, most of the
+micro-batch's time), and an idle cluster's last offset is readable at most max(`idle_publish_seconds`,
+clusters / `idle_publishes_per_second`) late; a change publishes at once.
 """
 
 from __future__ import annotations
@@ -54,6 +60,8 @@ from kraftlake.jobs.materialize import (
     local_spark,
     stop_between_batches,
 )
+from kraftlake.lake import idle_budget
+from kraftlake.lake.idle_budget import IdleBudget
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.source import topic_source
 from kraftlake.lake.topic_replay import TopicMessage
@@ -127,21 +135,24 @@ class FleetWriter:
         # whole micro-batch: at 200 clusters one lasted minutes, and the loop's reload waited for it)
         self.locks: dict[str, threading.Lock] = {}
         self.unnamed_seen = False  # a shared topic's message whose key names no cluster was reported
+        # the clusters' offset-only publishes, the fleet file's `idle_publishes_per_second` in all (set at each add)
+        self.idle_budget = IdleBudget(idle_budget.PER_SECOND)
 
     def add(self, fleet: Fleet, name: str) -> None:
         config = cluster_config(self.base, fleet, name)
+        self.idle_budget.rate = fleet.settings.idle_publishes_per_second
         self.joined[name] = self.reloads
         self.locks[name] = threading.Lock()
         partitions = fleet.clusters[name].shared_partitions
         if partitions is None:
-            writer = MicroBatchWriter(config, self.spark)
+            writer = MicroBatchWriter(config, self.spark, idle_budget=self.idle_budget)
             self.writers[config.topic] = (name, writer)
         else:
             partition = self.partitions[name] = cluster_partition(name, partitions)
             writer = MicroBatchWriter(
                 config, self.spark, SharedTopicReads(config, self.spark, partition, name),
                 topic_source(config.bootstrap_servers, config.topic, config.cluster_id, key=name),
-                f"{config.topic} partition {partition} key {name}")
+                f"{config.topic} partition {partition} key {name}", self.idle_budget)
             self.writers[name] = (name, writer)
             if self.reloads:  # the stream is past its messages so far
                 self.unread.add(name)
@@ -163,6 +174,7 @@ class FleetWriter:
         it leaves the fleet views."""
         for route in [route for route, (cluster, _) in self.writers.items() if cluster == name]:
             _, writer = self.writers.pop(route)
+            self.idle_budget.withdraw(writer.replay.pipeline)
             if writer.observer is not None:
                 writer.observer.left()
         self.readers.pop(name, None)
@@ -252,6 +264,9 @@ class FleetWriter:
         if name in self.failures:
             return
         self.failures[name] = line
+        for cluster, writer in list(self.writers.values()):
+            if cluster == name:
+                self.idle_budget.withdraw(writer.replay.pipeline)
         print(f"materialize: cluster {name}: {line} (its warehouse keeps the last good image; the other clusters "
               "go on)", file=sys.stderr, flush=True)
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from kraftlake.jobs import kafka_topic
 from kraftlake.jobs.kafka_topic import KafkaTopicError, collect_messages
 from kraftlake.lake.errors import LakeError, WriterFencedError
+from kraftlake.lake.idle_budget import IdleBudget
 from kraftlake.lake.pipeline import CATCH_UP_LAG_MS
 from kraftlake.lake.reader import WarehouseReader
 from kraftlake.lake.source import SourceIdentity, topic_source
@@ -152,10 +153,12 @@ class MicroBatchWriter:
     """The foreachBatch function. Runs in the driver, so the replay state survives between micro-batches;
     `spark` is the driver's session, for the reads a restart makes before the stream's first micro-batch.
     `failure` keeps the one line of what stopped it (Spark wraps the error itself in pages of traces).
-    A fleet's shared topic passes its cluster's part of it: `reads`, `source` and `label` (what errors name)."""
+    A fleet's shared topic passes its cluster's part of it: `reads`, `source` and `label` (what errors name); a
+    fleet passes its `idle_budget` (`kraftlake.lake.idle_budget`)."""
 
     def __init__(self, config: MaterializeConfig, spark: Any, reads: TopicReads | None = None,
-                 source: SourceIdentity | None = None, label: str | None = None) -> None:
+                 source: SourceIdentity | None = None, label: str | None = None,
+                 idle_budget: IdleBudget | None = None) -> None:
         self.config = config
         self.failure: str | None = None
         self.fenced = False  # the failure is another writer's claim on the warehouse
@@ -166,6 +169,7 @@ class MicroBatchWriter:
             reads or SparkTopicReads(config, spark),
             idle_publish_ms=int(config.idle_publish_seconds * 1000),
             coalesce_backlog=config.coalesce_backlog,
+            idle_budget=idle_budget,
         )
 
     def __call__(self, frame: Any, batch_id: int) -> None:

@@ -14,7 +14,10 @@ An idle cluster's controller writes a NoOp every 500 ms, so a 1 s trigger would 
 moves the offset every second, a Delta commit to `batches` and `images` each time, forever. With
 `idle_publish_ms` set, an image that changes no row waits (in memory, its batches with it) until one that
 does comes, or until `idle_publish_ms` passed since the last write: offsets become readable at most that late
-on an idle cluster, and every offset is as exact as ever once published. `flush()` writes what waits.
+on an idle cluster, and every offset is as exact as ever once published. `flush()` writes what waits. A
+fleet's pipelines also share an `IdleBudget` (`kraftlake.lake.idle_budget`): an offset-only image due by
+`idle_publish_ms` waits further until the budget gives it a turn, so the fleet's idle publishes are a fixed
+number a second whatever the number of clusters; an image that changes a row is never budgeted.
 
 Catching up a backlog (`ingest` of a log, the streaming job behind its topic) is the opposite case: every
 image changes rows, and an image's write into the current tables costs up to their whole size (a
@@ -36,6 +39,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from kraftlake.image_schema.changes import ChangeRecorder, RowVersion
+from kraftlake.lake.idle_budget import IdleBudget
 from kraftlake.lake.maintainer import Maintainer
 from kraftlake.lake.maintenance import MaintenancePolicy
 from kraftlake.lake.sink import DeltaSink
@@ -73,10 +77,12 @@ class MetadataPipeline:
         coalesce_backlog: bool = False,
         policy: MaintenancePolicy | None = None,
         source: SourceIdentity | None = None,
+        idle_budget: IdleBudget | None = None,
     ) -> None:
         self.sink = DeltaSink(warehouse, app_id, policy, source)
         self.publishers: tuple[CommitPublisher, ...] = (Maintainer(self.sink),)  # told of every commit, in order
         self.idle_publish_ms = idle_publish_ms
+        self.idle_budget = idle_budget
         self.coalesce_backlog = coalesce_backlog
         self._versions: list[RowVersion] = []  # recorded for images held back
         self._last_write = float("-inf")
@@ -165,10 +171,11 @@ class MetadataPipeline:
 
     def _write(self, force: bool = False) -> PublishedImage | None:
         self._versions += self.recorder.take()
-        if not force and self._latest is not None and not self._latest.snapshot:
-            idle = not self._versions and not self._since_last_write(self.idle_publish_ms)
-            if idle or self._catching_up():
-                return None  # hold the image, its batches and its row versions (nothing recorded is dropped)
+        held = not force and self._latest is not None and not self._latest.snapshot
+        if held and (self._catching_up() or (not self._versions and not self._idle_due())):
+            return None  # hold the image, its batches and its row versions (nothing recorded is dropped)
+        if self.idle_budget is not None:
+            self.idle_budget.withdraw(self)
         image, self._latest = self._latest, None
         batches, self._batches = self._batches, []
         versions, self._versions = self._versions, []
@@ -177,6 +184,12 @@ class MetadataPipeline:
         for publisher in self.publishers:
             publisher.on_commit(image)
         return image if published else None
+
+    def _idle_due(self) -> bool:
+        """Whether an offset-only image may be published: `idle_publish_ms` passed, and the budget's turn."""
+        if not self._since_last_write(self.idle_publish_ms):
+            return False
+        return self.idle_budget is None or self.idle_budget.grant(self, self._last_write)
 
     def _since_last_write(self, ms: int) -> bool:
         return (time.monotonic() - self._last_write) * 1000 >= ms

@@ -21,6 +21,7 @@ from functools import partial
 from typing import NamedTuple, Protocol
 
 from kraftlake.lake.gc_pause import paused_collector
+from kraftlake.lake.idle_budget import IdleBudget
 from kraftlake.lake.pipeline import MetadataPipeline
 from kraftlake.lake.source import SourceIdentity
 from kraftlake.lake.warehouse import Warehouse
@@ -79,11 +80,12 @@ def decode_messages(topic: str, messages: Iterable[tuple[int, bytes]]) -> list[R
 class TopicReplay:
     """The topic's messages, a micro-batch at a time, into a pipeline over `warehouse` (built at the first
     micro-batch, caught up with what earlier runs consumed through `reads`). A gap is held until the
-    publisher re-sends what a broker lost; `idle_publish_ms` and `coalesce_backlog` are the pipeline's."""
+    publisher re-sends what a broker lost; `idle_publish_ms`, `coalesce_backlog` and `idle_budget` are the
+    pipeline's."""
 
     def __init__(
         self, warehouse: Warehouse, source: SourceIdentity, topic: str, reads: TopicReads, *, idle_publish_ms: int,
-        coalesce_backlog: bool, on_publish: OnPublish | None = None,
+        coalesce_backlog: bool, on_publish: OnPublish | None = None, idle_budget: IdleBudget | None = None,
     ) -> None:
         self.topic = topic
         self.reads = reads
@@ -91,7 +93,7 @@ class TopicReplay:
         self._history_rows = 0  # history rows through the last image told
         self._open_pipeline = partial(
             MetadataPipeline, warehouse, hold_gaps=True, idle_publish_ms=idle_publish_ms,
-            coalesce_backlog=coalesce_backlog, source=source,
+            coalesce_backlog=coalesce_backlog, source=source, idle_budget=idle_budget,
         )
         self.pipeline: MetadataPipeline | None = None
         self.pending_snapshot: PendingSnapshot | None = None

@@ -4,6 +4,7 @@
     warehouse_root = "s3://lake/fleet"        # ROOT/<cluster>/ per cluster (default: [materialize] warehouse)
     checkpoint = "checkpoints/fleet"          # the fleet job's Spark checkpoint
     catalog_refresh_seconds = 30              # a cluster's persistent views re-created at most this often
+    idle_publishes_per_second = 4             # the fleet's offset-only images, in all (kraftlake.lake.idle_budget)
     topic = "kraftlake-fleet"                 # optional: one shared topic for every cluster (key = cluster)
     topic_partitions = 4                      # its partition count (fixed once the topic exists)
 
@@ -44,6 +45,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from kraftlake.lake import idle_budget
 from kraftlake.settings.errors import SettingsError
 from kraftlake.settings.loader import read_toml, validate
 
@@ -121,6 +123,10 @@ class FleetSettings(BaseModel):
     catalog: CatalogSettings | None = None
     # the job re-creates a cluster's persistent views at most this often, and only when its last image changed
     catalog_refresh_seconds: float = Field(default=30.0, ge=0)
+    # the job publishes idle clusters' offset-only images at most this often in all, longest wait first: an idle
+    # cluster's last offset is readable at most max(idle_publish_seconds, clusters / this) late
+    # (`kraftlake.lake.idle_budget`); a change publishes at once
+    idle_publishes_per_second: float = Field(default=idle_budget.PER_SECOND, gt=0)
     # one topic for every cluster (None: a topic per cluster); a micro-batch then costs its changes, not the
     # number of clusters (Spark's Kafka source pays round trips per topic-partition: docs/fleet.md)
     topic: str | None = None

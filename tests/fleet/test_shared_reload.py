@@ -101,3 +101,19 @@ def test_a_cluster_added_is_registered_before_those_waiting_and_one_removed_keep
     assert writer.clusters() == {"beta"} and set(writer.readers) == {"beta"}
     assert "materialize: cluster alpha left the fleet file: no longer written" in capsys.readouterr().err
     assert Warehouse(cluster_location(base.warehouse, "alpha")).exists()
+
+
+def test_the_clusters_share_one_budget_for_offset_only_publishes(
+    running: tuple[Path, MaterializeConfig, FleetWriter],
+) -> None:
+    """Every cluster's pipeline is given the fleet's one `IdleBudget`, at the file's rate (read again at a reload)."""
+    path, base, writer = running
+    path.write_text(path.read_text().replace("topic_partitions = 3\n", "topic_partitions = 3\n"
+                                             "idle_publishes_per_second = 0.5\n") + (
+        '[clusters.beta]\nbootstrap_controllers = ["h:1"]\n'))
+    _reload(None, base, path, load_fleet(path), writer)
+    assert writer.idle_budget.rate == 0.5
+    for name in ("alpha", "beta"):
+        replay = writer.writers[name][1].replay
+        replay.pipeline = replay._rebuilt(before_kafka_offset=0)  # no message before 0: nothing is read
+        assert replay.pipeline.idle_budget is writer.idle_budget
