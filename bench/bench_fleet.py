@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import itertools
 import json
 import os
 import random
@@ -854,6 +855,7 @@ def measure(root: Path, broker: LocalBroker, nodes: dict[str, KafkaNode]) -> lis
     follower = spawn([*KRAFTLAKE, "follow", "--fleet", str(path), "--bootstrap-servers", broker.bootstrap_servers,
                       "--status-file", str(root / "status"), "--log-interval", "30"], root / "follow.log", root)
     job: subprocess.Popen[bytes] | None = None
+    window_ms = 0  # when the steady window began (wall clock: the images rows' `published_at_ms`)
     threads: list[Any] = [queryable, traffic, *kafka_traffic]
     for thread in threads:
         thread.start()
@@ -881,6 +883,7 @@ def measure(root: Path, broker: LocalBroker, nodes: dict[str, KafkaNode]) -> lis
         kafka = [broker.pid or 0, *[node.pid or 0 for node in nodes.values()]]
         added = AddedCluster(path, added_name, added_log, root / "materialize.log", len(scenarios))
         threads.append(added)
+        window_ms = int(time.time() * 1000)
         rows += said(steady(queryable, {"follower": [follower.pid], "job": process_tree(job.pid), "kafka": kafka,
                                         "bench": [os.getpid()]}, traffic, kafka_traffic, added))
         rows += said(added.rows(len(names) + 1))
@@ -894,7 +897,29 @@ def measure(root: Path, broker: LocalBroker, nodes: dict[str, KafkaNode]) -> lis
                 thread.join(60)
         codes = [stop(process) for process in (follower, job) if process is not None]
     rows += said([row("follower, job exit codes (SIGTERM)", " / ".join(codes), "")])
+    if window_ms:
+        rows += said(publish_rows(root / "lake", names, window_ms))
     return rows
+
+
+def publish_rows(root: Path, names: list[str], window_ms: int) -> list[dict[str, Any]]:
+    """The images the job published in the steady window, every cluster's, read after the job stopped: those
+    that changed no row (the `history_rows` of the image before) are the idle cost the fleet's budget bounds."""
+    end_ms, published, offset_only = window_ms + int(STEADY_S * 1000), 0, 0
+    for name in names:
+        warehouse = Warehouse(cluster_location(str(root), name))
+        if not warehouse.exists():
+            continue
+        images = warehouse.table(IMAGES).to_pyarrow_table(columns=["offset", "history_rows", "published_at_ms"])
+        rows = sorted(zip(*(images.column(c).to_pylist() for c in ("offset", "history_rows", "published_at_ms")),
+                          strict=True))
+        for (_, before, _), (_, history, at) in itertools.pairwise(rows):
+            if window_ms <= at < end_ms:
+                published += 1
+                offset_only += history == before
+    return [row("images published in the steady window, all clusters", f"{published / STEADY_S:.2f}", "a second",
+                f"{published} images; {offset_only} of them offset-only ({offset_only / STEADY_S:.2f} a second): "
+                "two Delta appends and maintenance each, the fleet's `idle_publishes_per_second` bounds them")]
 
 
 def keep_up(queryable: Queryable, processes: dict[str, subprocess.Popen[bytes]], root: Path) -> list[dict[str, Any]]:
