@@ -1,9 +1,9 @@
 """The fleet on one shared topic (fleet file `topic = …`), all real: the fleet follower (`kraftlake follow --fleet`)
-tails three real Kafka-written metadata directories into one topic on the real broker, keyed by cluster, and is
-SIGKILLed half-way (a log still growing) and started again; then the fleet job over that one topic, SIGKILLed
-mid-micro-batch and started again, ends with each cluster's warehouse equal to an ingest of its own log. One
-cluster's key carries another cluster's log (its warehouse already holds a different one): it stops alone, with
-one line."""
+tails twenty metadata directories (three written by real Kafka, seventeen scenario logs of the fleet benchmark)
+into one topic on the real broker, keyed by cluster, and is SIGKILLed half-way (a log still growing) and started
+again; then the fleet job over that one topic, SIGKILLed mid-micro-batch while it writes the twenty clusters and
+started again, ends with each cluster's warehouse equal to an ingest of its own log. One cluster's key carries
+another cluster's log (its warehouse already holds a different one): it stops alone, with one line."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from bench.bench_fleet import ScenarioLog
+from bench.bench_jobs import START_MS
 from kraftlake.bridge.publisher import PublisherConfig, read_position
 from kraftlake.cli.broker import LocalBroker
 from kraftlake.lake.ingest import ingest
@@ -43,6 +45,10 @@ SAMPLES = {  # cluster -> the sample directory its follower tails
     "beta": "kckoh_xflow/kafka-data",  # a snapshot only: published whole, first
     "imposter": "Niloufar1171_LDI-POC",  # its warehouse already holds alpha's log: another cluster's
 }
+# the rest of the twenty: small scenario logs (bootstrap, then ISR churn and broker outages), each its own seed
+SCENARIOS = {f"scenario{number:02d}": number for number in range(17)}
+SCENARIO_PARTITIONS, SCENARIO_EVENTS = 20, 12
+CLUSTERS = [*SAMPLES, *SCENARIOS]
 WAIT_S = 300.0
 KILLED_LIMIT = 40  # offsets per micro-batch before the SIGKILL: many small batches, so it lands mid-stream
 # after it: the restart first replays the batch the kill left planned (its offsets are in the checkpoint, whatever
@@ -140,13 +146,18 @@ def shared(tmp_path_factory: pytest.TempPathFactory, kafka_broker: LocalBroker, 
     segment = next(shared.directory("alpha").glob("*.log"))
     first, rest = half(segment)
     segment.write_bytes(first)
+    for name, seed in SCENARIOS.items():
+        scenario = ScenarioLog(shared.directory(name).parent, seed, SCENARIO_PARTITIONS, START_MS)
+        for event in range(1, SCENARIO_EVENTS + 1):
+            scenario.event(START_MS + event * 60_000)
+        scenario.flush()
     ingest(samples_dir / SAMPLES["alpha"], shared.warehouse("imposter"))  # imposter's warehouse: another log
     shared.file.write_text(textwrap.dedent(f"""\
         warehouse_root = "{root / 'lake'}"
         checkpoint = "{root / 'checkpoint'}"
         topic = "{shared.topic}"
         topic_partitions = {PARTITIONS}
-        """) + "".join(f'\n[clusters.{name}]\nmetadata_dir = "{shared.directory(name)}"\n' for name in SAMPLES))
+        """) + "".join(f'\n[clusters.{name}]\nmetadata_dir = "{shared.directory(name)}"\n' for name in CLUSTERS))
     log = root / "follow.log"
     follower = follow(shared, log)
     try:
@@ -156,7 +167,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory, kafka_broker: LocalBroker, 
         with segment.open("ab") as appended:  # the log goes on while no follower runs
             appended.write(rest)
         follower = follow(shared, log)
-        for name in ("alpha", "imposter"):
+        for name in ["alpha", "imposter", *SCENARIOS]:
             wait_in_topic(shared, name, max(log_batches(shared.directory(name))))
         wait_in_topic(shared, "beta", -1)  # its snapshot
         config = PublisherConfig(shared.bootstrap, shared.topic, cluster="alpha", partitions=PARTITIONS)
@@ -175,8 +186,8 @@ def test_every_cluster_in_order_on_its_own_partition_through_a_follower_killed(s
     """Each cluster's messages are on the one partition its name hashes to; its log batches, first copies in
     topic order, are its whole log byte for byte; a restart only ever repeated whole batches."""
     found = topic_batches(shared)
-    assert set(found) == set(SAMPLES)
-    assert len({cluster_partition(name, PARTITIONS) for name in SAMPLES}) > 1, "the clusters share no partition"
+    assert set(found) == set(CLUSTERS)
+    assert len({cluster_partition(name, PARTITIONS) for name in CLUSTERS}) > 1, "the clusters share no partition"
     for name, messages in found.items():
         assert {partition for partition, _, _ in messages} == {cluster_partition(name, PARTITIONS)}, name
         log = log_batches(shared.directory(name))
@@ -218,10 +229,10 @@ def test_the_job_killed_mid_micro_batch_then_restarted_equals_each_cluster_inges
     assert done.returncode == 2, done.stderr[-3000:]
     imposter = [line for line in lines if line.startswith("materialize: cluster imposter: ")]
     assert len(imposter) == 1 and "another log" in imposter[0] and f"{shared.topic} key imposter" in imposter[0], lines
-    assert lines[-1].startswith("kraftlake materialize: 1 of 3 clusters stopped (imposter)"), lines
-    for name in ("alpha", "beta"):
+    assert lines[-1].startswith(f"kraftlake materialize: 1 of {len(CLUSTERS)} clusters stopped (imposter)"), lines
+    for name in ["alpha", "beta", *SCENARIOS]:
         reference = Warehouse(tmp_path / name)
-        ingest(shared.samples / SAMPLES[name], reference)
+        ingest(shared.samples / SAMPLES[name] if name in SAMPLES else shared.directory(name).parent, reference)
         contents = warehouse_contents(shared.warehouse(name))
         assert without_images(contents) == without_images(warehouse_contents(reference)), name
         assert len(contents["image_offsets"]) == len(set(contents["image_offsets"])), name
