@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
+import pyarrow as pa
 from deltalake.exceptions import DeltaError
 from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi import Path as PathParam
@@ -199,7 +200,8 @@ def api_router(settings: Settings) -> APIRouter:
         view = ex.image(ex.offset(at))
         p = view.provenance
         return ImageSummary(offset=p.offset, epoch=p.epoch, time=iso_time(p.log_time_ms),
-                            rows=view.row_counts())
+                            rows=view.row_counts(), partitions_flagged=view.flagged(),
+                            brokers=broker_states(view.tables["brokers"]))
 
     @router.get("/clusters/{cluster}/image/{table}", response_model=RowsPage, tags=["image"])
     def table_rows(cluster: ClusterName, table: TableName, at: At = None,
@@ -267,6 +269,12 @@ def api_router(settings: Settings) -> APIRouter:
         return PrincipalHistory(principal=principal, tables=known(cluster).principal_history(principal))
 
     return router
+
+
+def broker_states(brokers: pa.Table) -> dict[str, str]:
+    """Each broker's state in an image's brokers table, in the timeline's swimlane words."""
+    return {str(b["broker_id"]): "fenced" if b["fenced"] else "controlled_shutdown" if b["in_controlled_shutdown"]
+            else "registered" for b in brokers.select(["broker_id", "fenced", "in_controlled_shutdown"]).to_pylist()}
 
 
 def time_range(line: tl.Timeline) -> tuple[int, int]:

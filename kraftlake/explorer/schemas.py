@@ -54,12 +54,18 @@ class Moment(BaseModel):
 
 
 class ImageSummary(BaseModel):
-    """The image at a moment: where it comes from and how many rows each table holds."""
+    """The image at a moment: where it comes from, how many rows each table holds, its partitions' health counts
+    and its brokers' states: everything the timeline's cursor card states, read from this image (never from the
+    timeline's thinned drawing points)."""
 
     offset: int
     epoch: int
     time: str
     rows: dict[str, int]
+    partitions_flagged: dict[str, int] = Field(description="how many partitions are under_replicated, "
+                                               "under_min_isr and offline in this image")
+    brokers: dict[str, str] = Field(description="each registered broker's state in this image, by id: "
+                                    "registered, fenced or controlled_shutdown")
 
 
 class RowsPage(BaseModel):

@@ -153,6 +153,10 @@ class ImageView:
         """Each table's row count (a moved image's partitions are not built for it)."""
         return {name: self.tables.num_rows(name) for name in self.tables}
 
+    def flagged(self) -> dict[str, int]:
+        """How many partitions have each flag (under_replicated, under_min_isr, offline) in this image."""
+        return {name: int(pc.sum(self.flags[name].cast(pa.int64())).as_py() or 0) for name in self.flags.column_names}
+
     def rows_of(self, keys: pa.Table) -> np.ndarray | None:
         """The row in `partitions` of each (topic_id, partition_id) of `keys` (None: one is not there)."""
         codes = pc.fill_null(pc.index_in(keys["topic_id"], self.topic_ids), -1).to_numpy(zero_copy_only=False)

@@ -49,6 +49,27 @@ def test_rows_are_the_cli_image_table_lines(demo_client: TestClient, demo_wareho
         assert sorted(map(key, as_cli)) == sorted(map(key, theirs)) and got["total"] == len(theirs)
 
 
+def test_the_image_summary_states_the_cli_image_there(demo_client: TestClient, demo_warehouse: Warehouse) -> None:
+    """What the cursor card states comes from the image summary: at every known offset, asked in order (each
+    moment moved from the one before, as a dragged cursor asks), its partition flags and broker states are the
+    ones `kraftlake image --at-offset N` prints there."""
+    first, last = WarehouseReader(demo_warehouse).known().span()
+    for offset in range(first, last + 1):
+        tables = {}
+        for table in ("partitions", "brokers"):
+            code, out, _ = cli(["image", "--warehouse", demo_warehouse.uri, "--at-offset", str(offset), "--table",
+                                table])
+            assert code == 0
+            tables[table] = lines(out)
+        summary = demo_client.get(f"{API}/image?at={offset}").json()
+        parts = tables["partitions"]
+        assert {name: count for name, count in summary["partitions_flagged"].items() if name != "under_min_isr"} == {
+            "under_replicated": sum(len(p["isr"]) < len(p["replicas"]) for p in parts),
+            "offline": sum(p["leader"] < 0 for p in parts)}, offset
+        assert summary["brokers"] == {str(b["broker_id"]): "fenced" if b["fenced"] else "controlled_shutdown" if
+                                      b["in_controlled_shutdown"] else "registered" for b in tables["brokers"]}, offset
+
+
 def test_changes_and_history_are_the_cli_lines(demo_client: TestClient, demo_warehouse: Warehouse) -> None:
     code, out, _ = cli(["changes", "--warehouse", demo_warehouse.uri, "--from", "10", "--to", "30",
                         "--table", "partitions"])

@@ -160,7 +160,6 @@ def test_cursor_pages_and_deep_links(case: str, request: pytest.FixtureRequest, 
     assert page.errors == []
 
 
-@pytest.mark.long  # failed in the quiet fresh-clone run of 2026-12-03 21:20 (session 19's note): make test-long
 def test_every_moment_the_dragged_cursor_shows_is_the_cli_answer(demo_warehouse: Warehouse, running_ui: Any,
                                                                  page: Any) -> None:
     """The cursor dragged across the whole history, left to right: each moment its card states (offset,

@@ -71,6 +71,7 @@ class Timeline {
     this.cursorTime = null;
     this.refetch = null;
     this.keyed = null;
+    this.summaries = 0;  // cards asked for: only the latest one is drawn
   }
 
   async load() {
@@ -347,20 +348,22 @@ class Timeline {
     this.setOffset(body.offset, body.time);
   }
 
-  // What the timeline says at the cursor: each series' value and each broker's state there, the events
-  // around it; row counts from the image at that offset (the API's image summary).
+  // The card at the cursor: every number and broker state from the image at that exact offset (the API's image
+  // summary, the CLI's reader), never from the drawn points (thinned to a pixel); the events around it. Only the
+  // latest request draws its card: an answer for a moment the cursor has left is dropped, never titled anew.
   async summarize() {
     const box = document.querySelector("[data-testid=at-cursor]");
     if (!box || this.at === null || !this.data) return;
-    const time = this.cursorTime;
-    const valueAt = (points) => { let v = 0; for (const p of points) { if (p.time <= time) v = p.value; else break; } return v; };
-    const states = Object.entries(this.data.brokers).map(([broker, spans]) => {
-      const span = spans.filter((s) => s.from_time <= time).pop();
-      return [broker, span ? span.state : "not yet registered"];
-    });
-    const near = this.data.events.filter((e) => e.offset <= this.at).slice(-12).reverse();
-    const response = await fetch(`${this.api.replace(/timeline$/, "image")}?at=${this.at}`, { credentials: "same-origin" });
-    const image = response.ok ? await response.json() : null;
+    const at = this.at, asked = ++this.summaries;
+    const near = this.data.events.filter((e) => e.offset <= at).slice(-12).reverse();
+    const response = await fetch(`${this.api.replace(/timeline$/, "image")}?at=${at}`, { credentials: "same-origin" });
+    const image = await response.json();
+    if (asked !== this.summaries || at !== this.at) return;
+    // a broker the timeline knows but the image lacks: not registered yet there, or gone (by offset, not time)
+    const held = image.brokers || {};
+    const ids = [...new Set([...Object.keys(this.data.brokers), ...Object.keys(held)])];
+    const states = ids.sort((a, b) => Number(a) - Number(b)).map((broker) => [broker, held[broker] ||
+      ((this.data.brokers[broker] || []).some((s) => s.from_offset <= at) ? "unregistered" : "not yet registered")]);
     const card = (title) => { const c = document.createElement("div"); c.className = "card";
       const h = document.createElement("h2"); h.textContent = title; c.append(h); return c; };
     const list = (items) => { const ul = document.createElement("ul");
@@ -371,13 +374,12 @@ class Timeline {
         ul.append(li); }
       return ul; };
     const base = this.historyBase;
-    const health = card(`At offset ${this.at}`);
-    health.append(list([
-      ...Object.entries(this.data.series).map(([name, points]) => [`${name.replaceAll("_", " ")}: ${valueAt(points)}`]),
+    const health = card(`At offset ${at}`);
+    health.append(response.ok ? list([
+      ...Object.entries(image.partitions_flagged).map(([name, count]) => [`${name.replaceAll("_", " ")}: ${count}`]),
       ...states.map(([broker, state]) => [`broker ${broker}: ${state.replaceAll("_", " ")}`, `${base}brokers?key=${broker}`]),
-      ...(image ? [[`${plural(image.rows.topics, "topic")}, ${plural(image.rows.partitions, "partition")}, ` +
-        `epoch ${image.epoch}`]] : []),
-    ]));
+      [`${plural(image.rows.topics, "topic")}, ${plural(image.rows.partitions, "partition")}, epoch ${image.epoch}`],
+    ]) : document.createTextNode(image.detail || response.statusText));
     const events = card("Latest events up to the cursor");
     events.append(near.length ? list(near.map((e) => [`${e.offset} ${e.text}`,
       `${base}${e.table}?key=${encodeURIComponent(e.key)}`, rawText(e)])) : document.createTextNode("none in view"));
