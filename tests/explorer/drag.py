@@ -36,14 +36,15 @@ class Moment:
 
 def _cli(warehouse: Warehouse, offset: int, *flags: str) -> subprocess.Popen[str]:
     return subprocess.Popen([*KRAFTLAKE, "image", "--warehouse", warehouse.uri, "--at-offset", str(offset), *flags],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _lines(process: subprocess.Popen[str]) -> Iterator[str]:
-    """A CLI process's output, line by line (1M partitions' lines are counted as they come, never held)."""
-    assert process.stdout is not None
+    """A CLI process's output, line by line (1M partitions' lines are counted as they come, never held); a
+    failure says the CLI's own error (its stderr: a line or a traceback, read once its output ended)."""
+    assert process.stdout is not None and process.stderr is not None
     yield from process.stdout
-    assert process.wait() == 0, process.args
+    assert process.wait() == 0, (process.args, process.stderr.read())
 
 
 def cli_moment(warehouse: Warehouse, offset: int) -> Moment:
