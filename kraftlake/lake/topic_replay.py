@@ -119,18 +119,21 @@ class TopicReplay:
         """The replay state after the topic's messages before `before_kafka_offset` (what earlier runs
         consumed; the sink skips what the warehouse already holds)."""
         pipeline = self._open_pipeline()
-        for chunk in self.reads.messages_before(before_kafka_offset):
-            self._apply(pipeline, chunk, live=False)
         self._history_rows = pipeline.sink.history_rows
+        for chunk in self.reads.messages_before(before_kafka_offset):
+            self._apply(pipeline, chunk)
         return pipeline
 
     def _published(self, pipeline: MetadataPipeline, image: PublishedImage | None) -> None:
+        """Tell `on_publish` of an image this run published, on any path: a micro-batch, a snapshot's footer, the
+        read-back of a restart or of a cluster that joined (the sink returns no image it finds already written, so
+        an image an earlier run published is not told again)."""
         written = max(0, pipeline.sink.history_rows - self._history_rows)
         self._history_rows = pipeline.sink.history_rows
         if image is not None and self.on_publish is not None:
             self.on_publish(image, written)
 
-    def _apply(self, pipeline: MetadataPipeline, messages: list[TopicMessage], live: bool = True) -> None:
+    def _apply(self, pipeline: MetadataPipeline, messages: list[TopicMessage]) -> None:
         """Load the messages' batches (already applied ones are dropped), then write what became visible."""
         run: list[TopicMessage] = []  # log batches since the last snapshot batch
         for message in messages:
@@ -142,9 +145,7 @@ class TopicReplay:
             run = []
             self._add_snapshot_batch(pipeline, snapshot, message)
         self._load_log(pipeline, run)
-        published = pipeline.commit()
-        if live:  # not a restart's catch-up: those images were published by an earlier run
-            self._published(pipeline, published)
+        self._published(pipeline, pipeline.commit())
         if pipeline.held:
             log.warning(
                 "waiting for offset %d: %d later batch(es) held until the publisher re-sends it",
@@ -172,4 +173,6 @@ class TopicReplay:
         pending.batches.append(batch)
         if ends_snapshot(batch):
             self.pending_snapshot = None
-            pipeline.load_snapshot(pending.batches, snapshot, f"topic {self.topic} snapshot {snapshot.file_name()}")
+            self._published(pipeline, pipeline.commit())  # the log before the snapshot, as `load_snapshot` would
+            self._published(pipeline, pipeline.load_snapshot(
+                pending.batches, snapshot, f"topic {self.topic} snapshot {snapshot.file_name()}"))
